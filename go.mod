@@ -1,0 +1,3 @@
+module github.com/goai-sdk/goai
+
+go 1.26
