@@ -1,0 +1,385 @@
+package agui
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"time"
+)
+
+// Format is a wire encoding.
+type Format string
+
+const (
+	SSE    Format = "sse"
+	NDJSON Format = "ndjson"
+)
+
+// ContentType returns the HTTP Content-Type of the format.
+func (f Format) ContentType() string {
+	if f == NDJSON {
+		return "application/x-ndjson"
+	}
+	return "text/event-stream"
+}
+
+// Profile selects the event sequence the encoder writes.
+type Profile string
+
+const (
+	// ProfileAGUI (the default) is strictly AG-UI compliant: one RUN_STARTED
+	// first and exactly one terminal event per run. The RUN_FINISHED that
+	// closes an intermediate model turn travels as a CUSTOM "turn.finished"
+	// event carrying the same finish reason, usage and model, and a stream
+	// that ends without a terminal event gets a RUN_ERROR "aborted".
+	ProfileAGUI Profile = "agui"
+	// ProfileTanStack writes the event sequence exactly as the reference
+	// engine 0.58.0 does: one RUN_FINISHED per model turn, tool results between
+	// turns, and nothing at all after an abort.
+	ProfileTanStack Profile = "tanstack"
+)
+
+// TurnFinishedEvent is the CUSTOM name under which the agui profile carries
+// an intermediate turn's RUN_FINISHED.
+const TurnFinishedEvent = "turn.finished"
+
+// WriterOptions configures a Writer.
+type WriterOptions struct {
+	Format  Format  // default SSE
+	Profile Profile // default ProfileAGUI
+	// ThreadID and RunID name the run for events the agui profile has to
+	// synthesize (a RUN_STARTED when the stream starts with tool results,
+	// the RUN_ERROR of an aborted run).
+	ThreadID, RunID string
+	// Now stamps synthesized events; default time.Now.
+	Now func() time.Time
+}
+
+// Writer encodes events to SSE or NDJSON frames, one Write call on the
+// underlying writer per frame. It is not safe for concurrent use.
+type Writer struct {
+	w        io.Writer
+	opt      WriterOptions
+	buf      []byte
+	held     *Event // agui profile: the last RUN_FINISHED, not yet known to be final
+	heldID   string
+	started  bool
+	terminal bool
+}
+
+// NewWriter returns a Writer that writes to w.
+func NewWriter(w io.Writer, opt WriterOptions) *Writer {
+	if opt.Format == "" {
+		opt.Format = SSE
+	}
+	if opt.Profile == "" {
+		opt.Profile = ProfileAGUI
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Writer{w: w, opt: opt, buf: make([]byte, 0, 512)}
+}
+
+// Write encodes one event.
+func (w *Writer) Write(e *Event) error { return w.WriteID("", e) }
+
+// WriteID encodes one event with a durable offset: an SSE `id:` line or the
+// NDJSON {"id","chunk"} envelope. An empty id writes a plain frame.
+func (w *Writer) WriteID(id string, e *Event) error {
+	if w.opt.Profile != ProfileAGUI {
+		return w.frame(id, e)
+	}
+	if w.terminal {
+		return nil // nothing may follow a run's terminal event
+	}
+	if w.held != nil {
+		turn := turnFinished(w.held)
+		heldID := w.heldID
+		w.held, w.heldID = nil, ""
+		if err := w.frame(heldID, &turn); err != nil {
+			return err
+		}
+	}
+	switch e.Type {
+	case RunStarted:
+		if w.started {
+			return nil
+		}
+		w.started = true
+		if w.opt.RunID == "" {
+			w.opt.RunID = e.RunID
+		}
+		if w.opt.ThreadID == "" {
+			w.opt.ThreadID = e.ThreadID
+		}
+		return w.frame(id, e)
+	case RunFinished:
+		if err := w.ensureStarted(); err != nil {
+			return err
+		}
+		c := *e
+		w.held, w.heldID = &c, id
+		return nil
+	case RunError:
+		if err := w.ensureStarted(); err != nil {
+			return err
+		}
+		w.terminal = true
+		return w.frame(id, e)
+	}
+	if err := w.ensureStarted(); err != nil {
+		return err
+	}
+	return w.frame(id, e)
+}
+
+func (w *Writer) ensureStarted() error {
+	if w.started {
+		return nil
+	}
+	w.started = true
+	rs := Event{Type: RunStarted, ThreadID: w.opt.ThreadID, RunID: w.opt.RunID, Timestamp: w.opt.Now().UnixMilli()}
+	return w.frame("", &rs)
+}
+
+// turnFinished re-expresses an intermediate RUN_FINISHED as a CUSTOM event.
+func turnFinished(rf *Event) Event {
+	n := normalizeSpec(rf)
+	val := map[string]any{}
+	if n.RunID != "" {
+		val["runId"] = n.RunID
+	}
+	if ts := n.TanstackMeta(); ts != nil {
+		for k, v := range ts {
+			val[k] = v
+		}
+	}
+	if n.Usage != nil {
+		val["usage"] = n.Usage
+	}
+	raw, _ := marshalNoEscape(val)
+	return Event{Type: Custom, Name: TurnFinishedEvent, Value: raw, Timestamp: rf.Timestamp}
+}
+
+// Close ends the stream. In the agui profile it writes the held final
+// RUN_FINISHED, or a RUN_ERROR "aborted" when the run produced no terminal
+// event. It does not close the underlying writer.
+func (w *Writer) Close() error {
+	if w.opt.Profile != ProfileAGUI || w.terminal {
+		return nil
+	}
+	w.terminal = true
+	if w.held != nil {
+		h, id := w.held, w.heldID
+		w.held = nil
+		return w.frame(id, h)
+	}
+	if !w.started {
+		return nil
+	}
+	re := Event{Type: RunError, Message: "Request aborted", Code: "aborted", Timestamp: w.opt.Now().UnixMilli()}
+	return w.frame("", &re)
+}
+
+// Terminated reports whether a terminal event has been written (agui profile).
+func (w *Writer) Terminated() bool { return w.terminal }
+
+func (w *Writer) frame(id string, e *Event) error {
+	b := w.buf[:0]
+	switch w.opt.Format {
+	case NDJSON:
+		if id != "" {
+			b = append(b, `{"id":`...)
+			b = appendString(b, id)
+			b = append(b, `,"chunk":`...)
+			b = AppendWire(b, e)
+			b = append(b, '}')
+		} else {
+			b = AppendWire(b, e)
+		}
+		b = append(b, '\n')
+	default:
+		if id != "" {
+			b = append(b, "id: "...)
+			b = append(b, id...)
+			b = append(b, '\n')
+		}
+		b = append(b, "data: "...)
+		b = AppendWire(b, e)
+		b = append(b, '\n', '\n')
+	}
+	w.buf = b
+	_, err := w.w.Write(b)
+	return err
+}
+
+// AppendSSE appends one SSE frame for e to dst (no profile logic).
+func AppendSSE(dst []byte, id string, e *Event) []byte {
+	if id != "" {
+		dst = append(dst, "id: "...)
+		dst = append(dst, id...)
+		dst = append(dst, '\n')
+	}
+	dst = append(dst, "data: "...)
+	dst = AppendWire(dst, e)
+	return append(dst, '\n', '\n')
+}
+
+// ErrTruncated reports a stream that ended in the middle of a frame.
+var ErrTruncated = errors.New("agui: stream truncated mid-frame")
+
+// Frame is one decoded wire frame.
+type Frame struct {
+	ID    string // SSE id: line or NDJSON envelope id; "" when absent
+	Event Event
+	Data  []byte // the raw JSON of the event
+}
+
+// MaxFrameSize bounds one frame so a hostile stream cannot exhaust memory.
+const MaxFrameSize = 32 << 20
+
+// ReadSSE decodes an SSE stream the way the TanStack client does: `data:`
+// lines carry one event each, `id:` is remembered, comments, `event:` and
+// `retry:` are ignored, a bare `[DONE]` becomes RUN_FINISHED{stop}. A stream
+// that ends inside a frame yields ErrTruncated.
+func ReadSSE(r io.Reader) iter.Seq2[Frame, error] {
+	return func(yield func(Frame, error) bool) {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64<<10), MaxFrameSize)
+		var id string
+		var data []byte
+		pending := false
+		lineNo := 0
+		emit := func() bool {
+			defer func() { data, pending = data[:0], false }()
+			if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+				return yield(Frame{ID: id, Event: Event{Type: RunFinished, FinishReason: FinishStop}}, nil)
+			}
+			var f Frame
+			f.ID = id
+			f.Data = append([]byte(nil), data...)
+			if err := f.Event.UnmarshalJSON(f.Data); err != nil {
+				yield(Frame{}, fmt.Errorf("agui: SSE frame ending at line %d: %w", lineNo, err))
+				return false
+			}
+			return yield(f, nil)
+		}
+		for sc.Scan() {
+			lineNo++
+			line := bytes.TrimSuffix(sc.Bytes(), []byte{'\r'})
+			if len(line) == 0 {
+				if pending && !emit() {
+					return
+				}
+				continue
+			}
+			switch {
+			case line[0] == ':':
+			case bytes.HasPrefix(line, []byte("data:")):
+				v := bytes.TrimPrefix(line[5:], []byte{' '})
+				if pending {
+					data = append(data, '\n')
+				}
+				data = append(data, v...)
+				pending = true
+			case bytes.HasPrefix(line, []byte("id:")):
+				id = string(bytes.TrimPrefix(line[3:], []byte{' '}))
+			}
+		}
+		if err := sc.Err(); err != nil {
+			yield(Frame{}, fmt.Errorf("agui: reading SSE: %w", err))
+			return
+		}
+		if pending {
+			yield(Frame{}, fmt.Errorf("%w: data line %d has no terminating blank line", ErrTruncated, lineNo))
+		}
+	}
+}
+
+// ReadNDJSON decodes an NDJSON stream: one event per line, bare or in the
+// durable {"id","chunk"} envelope. A final line without a newline yields
+// ErrTruncated.
+func ReadNDJSON(r io.Reader) iter.Seq2[Frame, error] {
+	return func(yield func(Frame, error) bool) {
+		br := bufio.NewReaderSize(r, 64<<10)
+		lineNo := 0
+		for {
+			line, err := readLine(br)
+			if len(line) > 0 || err == nil {
+				lineNo++
+			}
+			if err != nil && err != io.EOF {
+				yield(Frame{}, fmt.Errorf("agui: reading NDJSON: %w", err))
+				return
+			}
+			if err == io.EOF {
+				if len(bytes.TrimSpace(line)) > 0 {
+					yield(Frame{}, fmt.Errorf("%w: NDJSON line %d has no newline", ErrTruncated, lineNo))
+				}
+				return
+			}
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 {
+				continue
+			}
+			f, perr := decodeNDJSONLine(line)
+			if perr != nil {
+				yield(Frame{}, fmt.Errorf("agui: NDJSON line %d: %w", lineNo, perr))
+				return
+			}
+			if !yield(f, nil) {
+				return
+			}
+		}
+	}
+}
+
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var out []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		out = append(out, chunk...)
+		if len(out) > MaxFrameSize {
+			return nil, fmt.Errorf("line exceeds %d bytes", MaxFrameSize)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		return out, nil
+	}
+}
+
+func decodeNDJSONLine(line []byte) (Frame, error) {
+	var env struct {
+		ID    json.RawMessage `json:"id"`
+		Chunk json.RawMessage `json:"chunk"`
+		Type  json.RawMessage `json:"type"`
+	}
+	if err := json.Unmarshal(line, &env); err != nil {
+		return Frame{}, err
+	}
+	f := Frame{}
+	data := line
+	if env.Type == nil && env.Chunk != nil {
+		data = env.Chunk
+		var s string
+		if json.Unmarshal(env.ID, &s) == nil {
+			f.ID = s
+		} else {
+			f.ID = string(env.ID)
+		}
+	}
+	f.Data = append([]byte(nil), data...)
+	if err := f.Event.UnmarshalJSON(f.Data); err != nil {
+		return Frame{}, err
+	}
+	return f, nil
+}

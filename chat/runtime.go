@@ -1,0 +1,344 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/goai-sdk/goai/agui"
+)
+
+// SandboxRuntime is what the engine provides to sandbox middleware
+// (WithSandbox) so file events reach the run's hooks and stream.
+type SandboxRuntime interface {
+	// Emit dispatches a file event: it logs it, runs every middleware's
+	// sandbox hooks without blocking the caller, and queues a sandbox.file
+	// CUSTOM chunk for the stream.
+	Emit(e FileEvent)
+	// EmitFileDiff queues a sandbox.file.diff CUSTOM chunk.
+	EmitFileDiff(path, diff string)
+	// Logger is the run's debug logger.
+	Logger() *Logger
+}
+
+// SandboxRuntimeCapability is provided by the engine to every run.
+var SandboxRuntimeCapability = NewCapability[SandboxRuntime]("sandbox-runtime")
+
+type sandboxRuntime struct{ r *run }
+
+func (s sandboxRuntime) Logger() *Logger { return s.r.log }
+
+func (s sandboxRuntime) Emit(e FileEvent) {
+	r := s.r
+	r.log.Log(CatSandbox, fmt.Sprintf("file %s %s", e.Type, e.Path))
+	for _, m := range r.mws {
+		if m.Sandbox.empty() {
+			continue
+		}
+		hooks := m.Sandbox
+		typed := hooks.OnFileChange
+		switch e.Type {
+		case "create":
+			typed = hooks.OnFileCreate
+		case "delete":
+			typed = hooks.OnFileDelete
+		}
+		r.hookWG.Go(func() {
+			for _, h := range []func(*Context, FileEvent) error{hooks.OnFile, typed} {
+				if h == nil {
+					continue
+				}
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							r.log.Log(CatErrors, fmt.Sprintf("sandbox hook of middleware %q panicked: %v", m.Name, p))
+						}
+					}()
+					if err := h(r.mctx, e); err != nil {
+						r.log.Log(CatErrors, fmt.Sprintf("sandbox hook of middleware %q failed: %v", m.Name, err))
+					}
+				}()
+			}
+		})
+	}
+	v, _ := marshalCompact(map[string]any{"type": e.Type, "path": e.Path, "timestamp": e.Timestamp})
+	r.enqueue(agui.Event{Type: agui.Custom, Name: "sandbox.file", Value: v, Timestamp: now()})
+}
+
+func (s sandboxRuntime) EmitFileDiff(path, diff string) {
+	v, _ := marshalCompact(map[string]any{"path": path, "diff": diff})
+	s.r.enqueue(agui.Event{Type: agui.Custom, Name: "sandbox.file.diff", Value: v, Timestamp: now()})
+}
+
+func (r *run) provideRuntime() {
+	r.caps[SandboxRuntimeCapability] = SandboxRuntime(sandboxRuntime{r})
+}
+
+// enqueue adds a chunk made on another goroutine; the run goroutine pipes
+// it through middleware at its next drain point.
+func (r *run) enqueue(ev agui.Event) {
+	r.queueMu.Lock()
+	r.queue = append(r.queue, ev)
+	r.queueMu.Unlock()
+	select {
+	case r.queueSig <- struct{}{}:
+	default:
+	}
+}
+
+// drainQueue pipes queued chunks to the consumer, after a synthetic
+// RUN_STARTED if none was sent yet.
+func (r *run) drainQueue() error {
+	for {
+		r.queueMu.Lock()
+		if len(r.queue) == 0 {
+			r.queueMu.Unlock()
+			return nil
+		}
+		batch := r.queue
+		r.queue = nil
+		r.queueMu.Unlock()
+		if err := r.syntheticRunStarted(r.syntheticFinished(agui.FinishToolCalls)); err != nil {
+			return err
+		}
+		for _, ev := range batch {
+			if err := r.pipe(ev); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// DrainEvents delivers queued CUSTOM events (file events, tool progress)
+// now. Sandbox middleware calls it from terminal hooks... the engine also
+// drains before every terminal.
+func (r *run) drainBeforeTerminal() error { return r.drainQueue() }
+
+// boundary asks OnInterruptBoundary at a phase; requests pause the run.
+func (r *run) boundary(phase Phase) (bool, error) { return r.boundaryWith(phase, nil) }
+
+func (r *run) boundaryWith(phase Phase, calls []agui.ToolCall) (bool, error) {
+	r.mctx.Phase = phase
+	reqs, err := r.interruptRequests()
+	if err != nil || len(reqs) == 0 {
+		return false, err
+	}
+	if phase == PhaseAfterModel {
+		if r.calls.has() {
+			r.addAssistantToolCallMessage(r.calls.list())
+		} else {
+			r.addTerminalAssistantMessage()
+		}
+	}
+	fin := r.finishedOrSynthetic()
+	if err := r.interruptTerminal(fin, nil, nil, reqs); err != nil {
+		return false, err
+	}
+	r.toolPhase = "wait"
+	return true, nil
+}
+
+func (r *run) interruptRequests() ([]InterruptRequest, error) {
+	var all []InterruptRequest
+	for _, m := range r.mws {
+		if m.OnInterruptBoundary == nil {
+			continue
+		}
+		var reqs []InterruptRequest
+		if err := r.callHook(m, "onInterruptBoundary", func() error {
+			var err error
+			reqs, err = m.OnInterruptBoundary(r.mctx)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		all = append(all, reqs...)
+	}
+	return all, nil
+}
+
+// interruptTerminal ends a paused run: [RUN_STARTED] MESSAGES_SNAPSHOT
+// [STATE_SNAPSHOT] RUN_FINISHED{outcome interrupt} (core.md §1.6).
+func (r *run) interruptTerminal(fin agui.Event, approvals []PendingApproval, clients []PendingClientCall, generic []InterruptRequest) error {
+	if err := r.syntheticRunStarted(fin); err != nil {
+		return err
+	}
+	interrupts := r.buildInterrupts(approvals, clients, generic)
+	// The terminal keeps the turn's RUN_FINISHED fields (usage, model).
+	term := fin
+	term.Timestamp = now()
+	term.FinishReason = ""
+	term.Outcome = &agui.Outcome{Type: "interrupt", Interrupts: interrupts}
+	if term.ThreadID == "" {
+		term.ThreadID = r.threadID
+	}
+	if term.RunID == "" {
+		term.RunID = r.runID()
+	}
+	term = agui.WithTanstack(term, map[string]any{"finishReason": agui.FinishToolCalls})
+	// The terminal passes OnChunk before the snapshots do (as 0.58.0).
+	var outs []agui.Event
+	saved := r.yield
+	r.yield = func(ev agui.Event, err error) bool { outs = append(outs, ev); return true }
+	err := r.chunkChain(&term, 0, false)
+	r.yield = saved
+	if err != nil {
+		return err
+	}
+	r.mctx.ChunkIndex -= len(outs)
+	if err := r.pipe(r.messagesSnapshot()); err != nil {
+		return err
+	}
+	if r.opts.State != nil {
+		if err := r.pipe(agui.Event{Type: agui.StateSnapshot, Timestamp: now(), Snapshot: r.opts.State}); err != nil {
+			return err
+		}
+	}
+	for _, ev := range outs {
+		r.emit(ev)
+	}
+	return nil
+}
+
+func (r *run) messagesSnapshot() agui.Event {
+	raw := agui.MarshalWireMessages(agui.SnapshotMessages(r.messages, r.runID()))
+	return agui.Event{Type: agui.MessagesSnapshot, Timestamp: now(), Messages: raw}
+}
+
+func (r *run) buildInterrupts(approvals []PendingApproval, clients []PendingClientCall, generic []InterruptRequest) []agui.Interrupt {
+	var out []agui.Interrupt
+	byName := map[string]*Tool{}
+	for _, t := range r.tools {
+		byName[t.Name] = t
+	}
+	for _, a := range approvals {
+		t := byName[a.ToolName]
+		var inSchema, apSchema json.RawMessage
+		if t != nil {
+			inSchema, apSchema = t.InputSchema, t.ApprovalSchema
+		}
+		resp := approvalResponseSchema(inSchema, apSchema)
+		binding := map[string]any{
+			"v": 1, "kind": "tool-approval", "interruptId": a.ApprovalID, "toolName": a.ToolName, "toolCallId": a.ToolCallID,
+			"originalArgs": json.RawMessage(a.Input), "inputSchemaHash": hashSchema(inSchema),
+			"approvalSchemaHash": hashValue(map[string]any{"approve": rawOrNil(apSchema), "reject": rawOrNil(apSchema)}),
+			"responseSchemaHash": hashValue(resp), "interruptedRunId": r.runID(), "generation": 0,
+		}
+		out = append(out, agui.Interrupt{ID: a.ApprovalID, Reason: "tool_call", Message: "Approval required to run " + a.ToolName,
+			ToolCallID: a.ToolCallID, ResponseSchema: mustJSON(resp),
+			Metadata: map[string]any{"kind": "approval", "toolName": a.ToolName, "input": json.RawMessage(a.Input), bindingKey: binding}})
+	}
+	for _, c := range clients {
+		t := byName[c.ToolName]
+		var outSchema json.RawMessage
+		if t != nil {
+			outSchema = t.OutputSchema
+		}
+		resp := any(map[string]any{})
+		if outSchema != nil {
+			resp = json.RawMessage(outSchema)
+		}
+		id := "client_tool_" + c.ToolCallID
+		binding := map[string]any{
+			"v": 1, "kind": "client-tool-execution", "interruptId": id, "toolName": c.ToolName, "toolCallId": c.ToolCallID,
+			"outputSchemaHash": hashSchema(outSchema), "responseSchemaHash": hashValue(resp),
+			"interruptedRunId": r.runID(), "generation": 0,
+		}
+		out = append(out, agui.Interrupt{ID: id, Reason: "tanstack:client_tool_execution", Message: "Client tool " + c.ToolName + " is ready to run",
+			ToolCallID: c.ToolCallID, ResponseSchema: mustJSON(resp),
+			Metadata: map[string]any{"kind": "client_tool", "toolName": c.ToolName, "input": json.RawMessage(c.Input), bindingKey: binding}})
+	}
+	for i, g := range generic {
+		id := newID("interrupt")
+		binding := map[string]any{"v": 1, "kind": "generic", "interruptId": id, "batchIndex": len(out), "interruptedRunId": r.runID(), "generation": 0}
+		_ = i
+		if g.ResponseSchema != nil {
+			binding["responseSchemaHash"] = hashValue(json.RawMessage(g.ResponseSchema))
+		}
+		md := map[string]any{bindingKey: binding}
+		for k, v := range g.Metadata {
+			md[k] = v
+		}
+		if g.Payload != nil {
+			md["tanstack:interruptPayload"] = g.Payload
+		}
+		out = append(out, agui.Interrupt{ID: id, Reason: g.Reason, Message: g.Message, ResponseSchema: g.ResponseSchema, Metadata: md})
+	}
+	return out
+}
+
+const bindingKey = "tanstack:interruptBinding"
+
+func rawOrNil(r json.RawMessage) any {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := marshalCompact(v)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return b
+}
+
+func approvalResponseSchema(input, approval json.RawMessage) any {
+	approve := map[string]any{"approved": map[string]any{"const": true}}
+	reject := map[string]any{"approved": map[string]any{"const": false}}
+	if input != nil {
+		approve["editedArgs"] = json.RawMessage(input)
+	}
+	reqA, reqR := []string{"approved"}, []string{"approved"}
+	if approval != nil {
+		approve["payload"] = json.RawMessage(approval)
+		reject["payload"] = json.RawMessage(approval)
+		reqA, reqR = append(reqA, "payload"), append(reqR, "payload")
+	}
+	return map[string]any{"oneOf": []any{
+		map[string]any{"type": "object", "properties": approve, "required": reqA, "additionalProperties": false},
+		map[string]any{"type": "object", "properties": reject, "required": reqR, "additionalProperties": false},
+	}}
+}
+
+// applyResume turns the resume batch into approvals, client results and
+// cancellations for the pending calls in history.
+func (r *run) applyResume() error {
+	for _, item := range r.resume {
+		switch {
+		case len(item.InterruptID) > len("approval_") && item.InterruptID[:len("approval_")] == "approval_":
+			callID := item.InterruptID[len("approval_"):]
+			if item.Status == "cancelled" {
+				r.cancelledIDs[callID] = true
+				continue
+			}
+			d := approvalDecision{}
+			var b bool
+			if json.Unmarshal(item.Payload, &b) == nil {
+				d.approved = b
+			} else {
+				var obj struct {
+					Approved   bool            `json:"approved"`
+					EditedArgs json.RawMessage `json:"editedArgs"`
+					Payload    json.RawMessage `json:"payload"`
+				}
+				if err := json.Unmarshal(item.Payload, &obj); err != nil {
+					return &RunError{Message: fmt.Sprintf("invalid approval payload for %s", item.InterruptID), Code: "invalid-payload"}
+				}
+				d = approvalDecision{approved: obj.Approved, editedArgs: obj.EditedArgs, payload: obj.Payload}
+			}
+			r.approvals[item.InterruptID] = d
+		case len(item.InterruptID) > len("client_tool_") && item.InterruptID[:len("client_tool_")] == "client_tool_":
+			callID := item.InterruptID[len("client_tool_"):]
+			if item.Status == "cancelled" {
+				r.cancelledIDs[callID] = true
+				continue
+			}
+			r.clientResults[callID] = item.Payload
+		}
+	}
+	return nil
+}
+
+var _ = context.Background

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/provider/scripted"
+	"github.com/goai-sdk/goai/server"
+	"github.com/goai-sdk/goai/web"
+)
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", envOr("GOAI_ADDR", "127.0.0.1:8080"), "listen address")
+	model := fs.String("model", os.Getenv("GOAI_MODEL"), "model: scripted:FILE, or empty for the offline demo")
+	wire := fs.String("wire", envOr("GOAI_WIRE", "agui"), "wire profile: agui or tanstack")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	_, profile, err := parseWire("sse", *wire)
+	if err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	build, desc, err := modelOptions(*model)
+	if err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/api/chat", server.ChatHandler(server.Config{Options: build, Profile: profile, Logger: logger}))
+	mux.Handle("/", http.FileServerFS(web.FS))
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 1
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "goai serving on http://%s (model: %s, wire: %s)\n", ln.Addr(), desc, profile)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(stderr, "goai serve:", err)
+			return 1
+		}
+	case <-ctx.Done():
+		shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutCtx)
+		<-errc
+	}
+	return 0
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// modelOptions resolves --model into a per-request options builder.
+func modelOptions(model string) (func(*server.Request) (chat.Options, error), string, error) {
+	switch {
+	case model == "" || model == "demo":
+		cat := newCatalogue()
+		tools, _ := cat.Tools([]string{"add"})
+		return func(*server.Request) (chat.Options, error) {
+			return chat.Options{Adapter: scripted.Demo{}, Tools: tools}, nil
+		}, "offline demo", nil
+	case strings.HasPrefix(model, "scripted:"):
+		sc, err := scripted.LoadFile(strings.TrimPrefix(model, "scripted:"))
+		if err != nil {
+			return nil, "", err
+		}
+		adapter := scripted.New(sc)
+		cat := newCatalogue()
+		if _, err := cat.Options(sc, adapter); err != nil {
+			return nil, "", err
+		}
+		return func(*server.Request) (chat.Options, error) {
+			opts, err := cat.Options(sc, adapter)
+			if err != nil {
+				return chat.Options{}, err
+			}
+			opts.Messages = nil
+			return opts, nil
+		}, "scripted " + sc.Name, nil
+	}
+	return nil, "", fmt.Errorf("unknown model %q: provider adapters are not built yet; use scripted:FILE or leave GOAI_MODEL empty for the demo", model)
+}
+
+var _ = agui.SSE
+
+func watch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fmt.Fprintln(stderr, "goai watch: the sandbox watcher is not built yet")
+	return 1
+}

@@ -1,0 +1,118 @@
+package scripted
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
+)
+
+// Adapter replays a scenario's turns, one per ChatStream call, across every
+// run that uses it. It is safe for concurrent use.
+type Adapter struct {
+	sc    *Scenario
+	model string
+
+	mu    sync.Mutex
+	calls int
+	log   []Call
+}
+
+// Call records what one adapter call received.
+type Call struct {
+	Kind     string // "chatStream" | "structuredOutput"
+	Messages []agui.ModelMessage
+	Tools    []string
+}
+
+// New returns an adapter for sc.
+func New(sc *Scenario) *Adapter { return &Adapter{sc: sc, model: "scripted-1"} }
+
+// Name implements chat.Adapter.
+func (a *Adapter) Name() string { return "scripted" }
+
+// Model implements chat.Adapter.
+func (a *Adapter) Model() string { return a.model }
+
+// Calls returns what each call received, in order.
+func (a *Adapter) Calls() []Call {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Call(nil), a.log...)
+}
+
+// Reset starts the script over.
+func (a *Adapter) Reset() {
+	a.mu.Lock()
+	a.calls = 0
+	a.log = nil
+	a.mu.Unlock()
+}
+
+// ChatStream yields the next turn.
+func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
+	a.mu.Lock()
+	n := a.calls
+	a.calls++
+	names := make([]string, len(req.Tools))
+	for i, t := range req.Tools {
+		names[i] = t.Name
+	}
+	a.log = append(a.log, Call{Kind: "chatStream", Messages: append([]agui.ModelMessage(nil), req.Messages...), Tools: names})
+	a.mu.Unlock()
+	return func(yield func(agui.Event, error) bool) {
+		if n >= len(a.sc.Turns) {
+			yield(agui.Event{Type: agui.RunError, Message: "script exhausted"}, nil)
+			return
+		}
+		turn := a.sc.Turns[n]
+		for i := range turn {
+			it := &turn[i]
+			if it.Delay > 0 {
+				t := time.NewTimer(time.Duration(it.Delay) * time.Millisecond)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				continue
+			}
+			if !yield(it.Event, nil) {
+				return
+			}
+		}
+	}
+}
+
+// StructuredOutput serves the scenario's "structured" answer.
+func (a *Adapter) StructuredOutput(ctx context.Context, req *chat.Request, schema json.RawMessage) (*chat.StructuredResult, error) {
+	a.mu.Lock()
+	a.log = append(a.log, Call{Kind: "structuredOutput", Messages: append([]agui.ModelMessage(nil), req.Messages...)})
+	a.mu.Unlock()
+	st := a.sc.Structured
+	if st == nil {
+		return nil, errors.New("scenario has no structured answer")
+	}
+	if st.Error != "" {
+		return nil, errors.New(st.Error)
+	}
+	raw := ""
+	if st.Raw != nil {
+		raw = *st.Raw
+	}
+	var data any
+	if err := json.Unmarshal([]byte(raw), &data); err != nil {
+		content := raw
+		if len(content) > 200 {
+			content = content[:200] + "..."
+		}
+		return nil, errors.New("Failed to parse structured output as JSON. Content: " + content)
+	}
+	return &chat.StructuredResult{Data: data, RawText: raw, Usage: st.Usage}, nil
+}

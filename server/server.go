@@ -1,0 +1,191 @@
+// Package server serves chat runs over HTTP: POST /api/chat takes the
+// TanStack AI client's request body (AG-UI RunAgentInput) and streams the
+// run as Server-Sent Events, or NDJSON when the client accepts it.
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
+)
+
+// DefaultMaxBodyBytes bounds a request body.
+const DefaultMaxBodyBytes = 8 << 20
+
+// Request is a validated chat request.
+type Request struct {
+	HTTP     *http.Request
+	Input    *agui.RunInput
+	Messages []agui.ModelMessage
+}
+
+// Config configures a chat handler.
+type Config struct {
+	// Options builds the chat options of one request: adapter, server
+	// tools, middleware. Messages, ids, resume and state are filled from
+	// the request; client tools are merged in (server tools win).
+	Options func(req *Request) (chat.Options, error)
+	// Profile is the wire profile; default agui.ProfileAGUI.
+	Profile agui.Profile
+	// MaxBodyBytes bounds the request body; default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Logger receives request failures; default slog.Default().
+	Logger *slog.Logger
+}
+
+// ChatHandler returns the POST /api/chat handler.
+func ChatHandler(cfg Config) http.Handler {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Profile == "" {
+		cfg.Profile = agui.ProfileAGUI
+	}
+	return &chatHandler{cfg: cfg}
+}
+
+type chatHandler struct{ cfg Config }
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func (h *chatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "use POST")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "reading request body: "+err.Error())
+		return
+	}
+	in, err := agui.ParseRunInput(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	var raw struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	_ = json.Unmarshal(body, &raw)
+	msgs, _, err := agui.ConvertMessages(raw.Messages)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "messages: "+err.Error())
+		return
+	}
+	req := &Request{HTTP: r, Input: in, Messages: msgs}
+	opts, err := h.cfg.Options(req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	opts.Messages = msgs
+	opts.ThreadID = in.ThreadID
+	opts.RunID = in.RunID
+	opts.ParentRunID = in.ParentRunID
+	opts.State = in.State
+	for _, e := range in.Resume {
+		opts.Resume = append(opts.Resume, chat.ResumeItem{InterruptID: e.InterruptID, Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
+	}
+	opts.Tools = MergeTools(opts.Tools, in.Tools)
+	if err := chat.Check(&opts); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+
+	format := agui.SSE
+	if strings.Contains(r.Header.Get("Accept"), "application/x-ndjson") {
+		format = agui.NDJSON
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", format.ContentType())
+	hd.Set("Cache-Control", "no-cache")
+	if format == agui.SSE {
+		hd.Set("Connection", "keep-alive")
+	}
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
+	enc := agui.NewWriter(fw, agui.WriterOptions{Format: format, Profile: h.cfg.Profile, ThreadID: in.ThreadID, RunID: in.RunID})
+	for ev, err := range chat.Stream(r.Context(), opts) {
+		if err != nil {
+			if r.Context().Err() == nil {
+				re := errorEvent(err)
+				_ = enc.Write(&re)
+			}
+			h.cfg.Logger.Error("chat run failed", "runId", in.RunID, "error", err)
+			break
+		}
+		if werr := enc.Write(&ev); werr != nil {
+			return // the client went away; the run is aborted by the request context
+		}
+	}
+	if r.Context().Err() == nil {
+		_ = enc.Close()
+	}
+}
+
+// errorEvent is the RUN_ERROR written when a run throws.
+func errorEvent(err error) agui.Event {
+	ev := agui.Event{Type: agui.RunError, Timestamp: time.Now().UnixMilli(), Message: err.Error()}
+	var re *chat.RunError
+	if errors.As(err, &re) && re.Code != "" {
+		ev.Code = re.Code
+	}
+	return ev
+}
+
+// flushWriter flushes after every frame so events reach the client as they
+// are produced.
+type flushWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil {
+		return n, err
+	}
+	return n, f.rc.Flush()
+}
+
+// MergeTools adds the client's tools to the server's: a server tool wins a
+// name collision; a client-only tool becomes a client tool (no Execute).
+func MergeTools(server []*chat.Tool, client []agui.ClientTool) []*chat.Tool {
+	out := append([]*chat.Tool(nil), server...)
+	have := make(map[string]bool, len(server))
+	for _, t := range server {
+		have[t.Name] = true
+	}
+	for _, c := range client {
+		if have[c.Name] || c.Name == "" {
+			continue
+		}
+		have[c.Name] = true
+		out = append(out, &chat.Tool{Name: c.Name, Description: c.Description, InputSchema: c.Parameters})
+	}
+	return out
+}
