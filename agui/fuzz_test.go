@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"fmt"
+	"time"
 	"testing"
 )
 
@@ -30,6 +32,8 @@ func FuzzEventRoundTrip(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		tm := time.AfterFunc(2*time.Second, func() { panic(fmt.Sprintf("slow input %q", data)) })
+		defer tm.Stop()
 		var e Event
 		if err := e.UnmarshalJSON(data); err != nil {
 			return

@@ -208,7 +208,7 @@ type run struct {
 	currentMessageID    string
 	currentCreatedAt    time.Time
 	identityCaptured    bool
-	accumulated         string
+	accumulated         []byte // the turn's text so far
 	thinking            []agui.Thinking
 	thinkingContent     string
 	thinkingSignature   string
@@ -507,14 +507,13 @@ func (r *run) beginIteration() error {
 	r.currentMessageID = newID("msg")
 	r.currentCreatedAt = time.Now()
 	r.identityCaptured = false
-	r.accumulated = ""
+	r.accumulated = r.accumulated[:0]
 	r.thinking = nil
 	r.thinkingContent, r.thinkingSignature = "", ""
 	r.finished = nil
 	clear(r.streamedToolErrors)
 	r.streamedErrorOrder = r.streamedErrorOrder[:0]
 	r.mctx.CurrentMessageID = r.currentMessageID
-	r.mctx.AccumulatedContent = ""
 	info := IterationInfo{Iteration: r.iterationCount, MessageID: r.currentMessageID}
 	return r.eachHook("onIteration", func(m *Middleware) error {
 		if m.OnIteration == nil {
@@ -637,11 +636,10 @@ func (r *run) handleRaw(c *agui.Event) {
 		}
 	case agui.TextMessageContent:
 		if c.Content != "" {
-			r.accumulated = c.Content
+			r.accumulated = append(r.accumulated[:0], c.Content...)
 		} else {
-			r.accumulated += c.Delta
+			r.accumulated = append(r.accumulated, c.Delta...)
 		}
-		r.mctx.AccumulatedContent = r.accumulated
 	case agui.ToolCallStart:
 		if c.ParentMessageID != "" {
 			r.captureIdentity(c.ParentMessageID)
@@ -860,8 +858,8 @@ func (r *run) addAssistantToolCallMessage(calls []agui.ToolCall) {
 	r.finalizeThinking()
 	msg := agui.ModelMessage{Role: agui.RoleAssistant, ToolCalls: calls, ID: r.currentMessageID,
 		CreatedAt: r.currentCreatedAt.UTC().Format(time.RFC3339Nano), Thinking: r.thinking}
-	if r.accumulated != "" {
-		msg.Content = agui.Text(r.accumulated)
+	if len(r.accumulated) > 0 {
+		msg.Content = agui.Text(string(r.accumulated))
 	}
 	r.messages = append(r.messages, msg)
 	r.mctx.Messages = r.messages
@@ -874,13 +872,13 @@ func (r *run) addTerminalAssistantMessage() {
 			return
 		}
 	}
-	if r.accumulated == "" && len(r.thinking) == 0 {
+	if len(r.accumulated) == 0 && len(r.thinking) == 0 {
 		return
 	}
 	msg := agui.ModelMessage{Role: agui.RoleAssistant, ID: r.currentMessageID, Thinking: r.thinking,
 		CreatedAt: r.currentCreatedAt.UTC().Format(time.RFC3339Nano)}
-	if r.accumulated != "" {
-		msg.Content = agui.Text(r.accumulated)
+	if len(r.accumulated) > 0 {
+		msg.Content = agui.Text(string(r.accumulated))
 	}
 	if msg.ID == "" {
 		msg.ID = newID("msg")

@@ -39,15 +39,17 @@ type Context struct {
 	MessageCount  int
 	HasTools      bool
 
-	CurrentMessageID   string
-	AccumulatedContent string
-	Messages           []agui.ModelMessage
+	CurrentMessageID string
+	Messages         []agui.ModelMessage
 
 	// UserContext is the caller's opaque Options.UserContext.
 	UserContext any
 
 	run *run
 }
+
+// AccumulatedContent is the text the current model turn has produced so far.
+func (c *Context) AccumulatedContent() string { return string(c.run.accumulated) }
 
 // Deadline implements context.Context.
 func (c *Context) Deadline() (time.Time, bool) { return c.ctx.Deadline() }

@@ -135,7 +135,7 @@ func (r *run) finishUsage() *agui.TokenUsage {
 // runOnFinish runs every OnFinish; failures are joined and returned after
 // all have run.
 func (r *run) runOnFinish() error {
-	info := FinishInfo{FinishReason: r.lastFinishReason, Duration: time.Since(r.start), Content: r.accumulated, Usage: r.finishUsage()}
+	info := FinishInfo{FinishReason: r.lastFinishReason, Duration: time.Since(r.start), Content: string(r.accumulated), Usage: r.finishUsage()}
 	var errs []error
 	for _, m := range r.mws {
 		if m.OnFinish == nil {
