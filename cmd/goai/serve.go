@@ -16,6 +16,7 @@ import (
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/provider/scripted"
+	"github.com/goai-sdk/goai/sandbox/watchcli"
 	"github.com/goai-sdk/goai/server"
 	"github.com/goai-sdk/goai/web"
 )
@@ -109,6 +110,5 @@ func modelOptions(model string) (func(*server.Request) (chat.Options, error), st
 var _ = agui.SSE
 
 func watch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "goai watch: the sandbox watcher is not built yet")
-	return 1
+	return watchcli.Main(ctx, args, stdout, stderr)
 }

@@ -1,0 +1,238 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/goai-sdk/goai/sandbox"
+)
+
+// ErrDestroyed is returned for commands on a destroyed handle.
+var ErrDestroyed = errors.New("local: sandbox destroyed")
+
+// killGrace is how long a cancelled command has between SIGTERM and SIGKILL.
+const killGrace = 2 * time.Second
+
+func (h *Handle) environ(extra map[string]string) []string {
+	scrub := map[string]bool{}
+	for _, k := range h.p.opts.ScrubEnv {
+		scrub[k] = true
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := bytes.Cut([]byte(kv), []byte("="))
+		if !scrub[string(k)] {
+			env = append(env, kv)
+		}
+	}
+	h.mu.Lock()
+	for k, v := range h.env {
+		env = append(env, k+"="+v) // exec keeps the last duplicate
+	}
+	h.mu.Unlock()
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// command builds the host command for a shell string.
+func (h *Handle) command(ctx context.Context, cmd string, opts sandbox.ExecOptions) (*exec.Cmd, error) {
+	h.mu.Lock()
+	destroyed := h.destroyed
+	h.mu.Unlock()
+	if destroyed {
+		return nil, ErrDestroyed
+	}
+	dir, err := h.resolve(opts.Dir, true)
+	if err != nil {
+		return nil, err
+	}
+	var c *exec.Cmd
+	if h.p.opts.Isolation == IsolationBubblewrap {
+		args := []string{
+			"--ro-bind", "/", "/",
+			"--dev", "/dev",
+			"--proc", "/proc",
+			"--tmpfs", "/tmp",
+			"--bind", h.root, h.root,
+			"--chdir", dir,
+			"--unshare-all",
+			"--die-with-parent",
+			"--new-session",
+			"--", "sh", "-c", cmd,
+		}
+		c = exec.CommandContext(ctx, h.p.bwrap(), args...)
+	} else {
+		c = exec.CommandContext(ctx, "sh", "-c", cmd)
+	}
+	c.Dir = dir
+	c.Env = h.environ(opts.Env)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error {
+		pid := c.Process.Pid
+		err := syscall.Kill(-pid, syscall.SIGTERM)
+		time.AfterFunc(killGrace, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return err
+	}
+	c.WaitDelay = killGrace + time.Second
+	return c, nil
+}
+
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// Exec runs cmd with sh -c to completion. A process killed by a signal
+// reports 128+signal. If ctx is cancelled the process group is killed and
+// ctx's error is returned.
+func (h *Handle) Exec(ctx context.Context, cmd string, opts sandbox.ExecOptions) (sandbox.ExecResult, error) {
+	c, err := h.command(ctx, cmd, opts)
+	if err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Start(); err != nil {
+		return sandbox.ExecResult{}, fmt.Errorf("local: exec: %w", err)
+	}
+	h.reg.add(c.Process.Pid)
+	err = c.Wait()
+	res := sandbox.ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: exitCode(c.ProcessState)}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("local: exec: %w", ctx.Err())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
+		return res, fmt.Errorf("local: exec: %w", err)
+	}
+	return res, nil
+}
+
+// Spawn starts cmd with sh -c. Cancelling ctx kills the process group.
+func (h *Handle) Spawn(ctx context.Context, cmd string, opts sandbox.ExecOptions) (sandbox.Process, error) {
+	c, err := h.command(ctx, cmd, opts)
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("local: spawn: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("local: spawn: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("local: spawn: %w", err)
+	}
+	c.Stdout, c.Stderr = outW, errW
+	// Wait must not close the read ends (readers may lag), so the pipes are
+	// ours: WaitDelay would otherwise hang on grandchildren holding them.
+	c.WaitDelay = 0
+	if err := c.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return nil, fmt.Errorf("local: spawn: %w", err)
+	}
+	outW.Close()
+	errW.Close()
+	h.reg.add(c.Process.Pid)
+	p := &process{
+		h: h, c: c, stdin: stdin, done: make(chan struct{}),
+		stdout: sandbox.NewUTF8Reader(&closeOnEOF{f: outR}),
+		stderr: sandbox.NewUTF8Reader(&closeOnEOF{f: errR}),
+	}
+	go func() {
+		p.waitErr = c.Wait()
+		p.code = exitCode(c.ProcessState)
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// closeOnEOF closes the file once it has been read to EOF.
+type closeOnEOF struct {
+	f    *os.File
+	once sync.Once
+}
+
+func (c *closeOnEOF) Read(p []byte) (int, error) {
+	n, err := c.f.Read(p)
+	if err != nil {
+		c.once.Do(func() { c.f.Close() })
+		if errors.Is(err, os.ErrClosed) {
+			err = io.EOF
+		}
+	}
+	return n, err
+}
+
+type process struct {
+	h       *Handle
+	c       *exec.Cmd
+	stdin   io.WriteCloser
+	stdout  io.Reader
+	stderr  io.Reader
+	done    chan struct{}
+	code    int
+	waitErr error
+}
+
+func (p *process) PID() int              { return p.c.Process.Pid }
+func (p *process) Stdin() io.WriteCloser { return p.stdin }
+func (p *process) Stdout() io.Reader     { return p.stdout }
+func (p *process) Stderr() io.Reader     { return p.stderr }
+
+func (p *process) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-p.done:
+		return p.code, nil
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+}
+
+// Kill signals the process group (SIGTERM when sig is nil). A process that
+// is already gone is not an error.
+func (p *process) Kill(sig os.Signal) error {
+	s := syscall.SIGTERM
+	if ss, ok := sig.(syscall.Signal); ok {
+		s = ss
+	}
+	select {
+	case <-p.done:
+		if syscall.Kill(-p.PID(), 0) != nil {
+			return nil
+		}
+	default:
+	}
+	err := syscall.Kill(-p.PID(), s)
+	if err == nil || errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	p.h.p.logger.Warn("local: kill process group failed; signalling the process", "category", sandbox.CategoryErrors, "pid", p.PID(), "error", err)
+	return p.c.Process.Signal(s)
+}

@@ -1,0 +1,33 @@
+package sandbox
+
+import (
+	"context"
+	"io"
+	"log/slog"
+)
+
+// Log categories, the value of the "category" attribute.
+const (
+	CategorySandbox = "sandbox" // expected conditions, debug level
+	CategoryErrors  = "errors"  // anomalies, warn and error level
+)
+
+// discardLogger is used when a caller passes no logger.
+func orDiscard(l *slog.Logger) *slog.Logger {
+	if l != nil {
+		return l
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError + 100}))
+}
+
+func logDebug(l *slog.Logger, msg string, args ...any) {
+	l.Log(context.Background(), slog.LevelDebug, msg, append([]any{slog.String("category", CategorySandbox)}, args...)...)
+}
+
+func logWarn(l *slog.Logger, msg string, args ...any) {
+	l.Log(context.Background(), slog.LevelWarn, msg, append([]any{slog.String("category", CategoryErrors)}, args...)...)
+}
+
+func logError(l *slog.Logger, msg string, args ...any) {
+	l.Log(context.Background(), slog.LevelError, msg, append([]any{slog.String("category", CategoryErrors)}, args...)...)
+}

@@ -1,0 +1,509 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Watch defaults.
+const (
+	DefaultPollInterval = 700 * time.Millisecond
+	DefaultCoalesce     = 50 * time.Millisecond
+)
+
+// DefaultIgnore is the default ignore list.
+var DefaultIgnore = []string{".git", "node_modules"}
+
+// WatchMode selects how WatchWorkspace observes the workspace.
+type WatchMode int
+
+const (
+	WatchAuto   WatchMode = iota // native when the provider supports it, else poll
+	WatchNative                  // native only (ErrUnsupported if unavailable)
+	WatchPoll                    // the portable find poll
+)
+
+func (m WatchMode) String() string {
+	switch m {
+	case WatchNative:
+		return "native"
+	case WatchPoll:
+		return "poll"
+	}
+	return "auto"
+}
+
+// WatchOptions configures WatchWorkspace.
+type WatchOptions struct {
+	// Root is the virtual directory watched; default /workspace.
+	Root string
+	// OnEvent receives every event, from one goroutine, in order.
+	OnEvent func(FileEvent)
+	Mode    WatchMode
+	// Interval is the poll interval; default 700 ms.
+	Interval time.Duration
+	// Coalesce is the native coalescing window: all raw events for one
+	// path within the window after the first become one event. Zero means
+	// DefaultCoalesce (50 ms); a negative value turns coalescing off.
+	Coalesce time.Duration
+	// Ignore lists names skipped at any depth; nil means DefaultIgnore.
+	Ignore []string
+	Logger *slog.Logger
+}
+
+// Watcher is a running workspace watcher.
+type Watcher struct {
+	mode     WatchMode
+	cancel   context.CancelFunc
+	done     chan struct{}
+	sub      Subscription
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Mode is the effective mode: WatchNative or WatchPoll (WatchAuto for a
+// watcher that never started because its context was already done).
+func (w *Watcher) Mode() WatchMode { return w.mode }
+
+// Stop stops the watcher and waits for it: OnEvent is not called after Stop
+// returns. Events still being coalesced are delivered first. It is
+// idempotent and returns the native subscription's stop error, if any.
+func (w *Watcher) Stop() error {
+	w.stopOnce.Do(func() {
+		if w.cancel == nil {
+			return
+		}
+		w.cancel()
+		<-w.done
+		if w.sub != nil {
+			w.stopErr = w.sub.Stop()
+		}
+	})
+	return w.stopErr
+}
+
+// WatchWorkspace watches the workspace of h and calls opts.OnEvent for each
+// file created, changed or deleted. It uses the provider's native watcher
+// when there is one and otherwise polls with `find`. The initial seed (or
+// poll) runs before it returns; cancelling ctx stops the watcher. Setup
+// never fails because of the workspace: a failed seed is retried.
+func WatchWorkspace(ctx context.Context, h Handle, opts WatchOptions) (*Watcher, error) {
+	if opts.OnEvent == nil {
+		return nil, errors.New("sandbox: WatchOptions.OnEvent is required")
+	}
+	if opts.Root == "" {
+		opts.Root = DefaultRoot
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultPollInterval
+	}
+	if opts.Coalesce == 0 {
+		opts.Coalesce = DefaultCoalesce
+	}
+	if opts.Ignore == nil {
+		opts.Ignore = DefaultIgnore
+	}
+	opts.Logger = orDiscard(opts.Logger)
+	if ctx.Err() != nil {
+		return &Watcher{mode: WatchAuto}, nil
+	}
+	nw, hasNative := h.FS().(NativeWatcher)
+	hasNative = hasNative && h.Capabilities().NativeWatch
+	if opts.Mode == WatchNative && !hasNative {
+		return nil, &UnsupportedCapabilityError{Provider: h.Provider(), Capability: "watch"}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w := &Watcher{cancel: cancel, done: make(chan struct{})}
+	if opts.Mode != WatchPoll && hasNative {
+		n := newNativeWatch(h, opts)
+		sub, err := nw.Watch(wctx, opts.Root, NativeWatchOptions{Ignore: opts.Ignore}, n.push(wctx))
+		if err == nil {
+			w.mode, w.sub = WatchNative, sub
+			n.seed(wctx)
+			go func() { defer close(w.done); n.loop(wctx) }()
+			return w, nil
+		}
+		if opts.Mode == WatchNative {
+			cancel()
+			return nil, fmt.Errorf("sandbox: native watch: %w", err)
+		}
+		logWarn(opts.Logger, "sandbox watch: native watch failed, falling back to polling", "root", opts.Root, "error", err)
+	}
+	w.mode = WatchPoll
+	p := newPollWatch(h, opts)
+	p.seed(wctx)
+	go func() { defer close(w.done); p.loop(wctx) }()
+	return w, nil
+}
+
+// ---- poll path ----
+
+// FindCommand is the poll command for an ignore list.
+func FindCommand(ignore []string) string {
+	var b strings.Builder
+	b.WriteString("find . -type f")
+	for _, ig := range ignore {
+		b.WriteString(" -not -path " + Quote("*/"+ig+"/*"))
+	}
+	b.WriteString(` -printf '%T@\t%s\t%p\n'`)
+	return b.String()
+}
+
+type pollWatch struct {
+	h            Handle
+	opts         WatchOptions
+	cmd          string
+	prev         *FileSnapshot // nil until a baseline exists
+	seedComplete bool
+	throws       int
+}
+
+func newPollWatch(h Handle, opts WatchOptions) *pollWatch {
+	return &pollWatch{h: h, opts: opts, cmd: FindCommand(opts.Ignore)}
+}
+
+// poll runs find once. ok is false for a null poll.
+func (p *pollWatch) poll(ctx context.Context, initial bool) (snap *FileSnapshot, complete, ok bool) {
+	log := p.opts.Logger
+	res, err := p.h.Exec(ctx, p.cmd, ExecOptions{Dir: p.opts.Root})
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			logDebug(log, "sandbox watch: `find` poll threw during teardown", "root", p.opts.Root, "error", err)
+		case initial:
+			logWarn(log, "sandbox watch: initial `find` poll threw", "root", p.opts.Root, "error", err)
+		default:
+			p.throws++
+			if p.throws >= 3 {
+				logWarn(log, "sandbox watch: `find` poll threw repeatedly", "root", p.opts.Root, "consecutiveThrows", p.throws, "error", err)
+			} else {
+				logDebug(log, "sandbox watch: `find` poll threw", "root", p.opts.Root, "error", err)
+			}
+		}
+		return nil, false, false
+	}
+	p.throws = 0
+	if res.ExitCode == 0 {
+		return ParseFindOutput(res.Stdout), true, true
+	}
+	if res.Stdout == "" {
+		logWarn(log, "sandbox watch: `find` poll exited non-zero with no output", "root", p.opts.Root, "exitCode", res.ExitCode, "stderr", res.Stderr)
+		return nil, false, false
+	}
+	logDebug(log, "sandbox watch: `find` non-zero exit with partial output", "root", p.opts.Root, "exitCode", res.ExitCode, "stderr", res.Stderr)
+	return ParseFindOutput(res.Stdout), false, true
+}
+
+func (p *pollWatch) seed(ctx context.Context) {
+	snap, complete, ok := p.poll(ctx, true)
+	if ok {
+		p.prev, p.seedComplete = snap, complete
+	}
+}
+
+func (p *pollWatch) tick(ctx context.Context) {
+	snap, complete, ok := p.poll(ctx, false)
+	if !ok || ctx.Err() != nil {
+		return
+	}
+	if p.prev == nil {
+		p.prev, p.seedComplete = snap, complete
+		return
+	}
+	if !p.seedComplete && complete {
+		logDebug(p.opts.Logger, "sandbox watch: re-baselined after provisional partial seed", "root", p.opts.Root)
+		p.prev, p.seedComplete = snap, true
+		return
+	}
+	next := snap
+	if !complete {
+		next = p.prev.merge(snap)
+	}
+	evs := DiffSnapshots(p.opts.Root, p.prev, next, time.Now())
+	p.prev = next
+	for _, ev := range evs {
+		p.opts.OnEvent(ev)
+	}
+}
+
+func (p *pollWatch) loop(ctx context.Context) {
+	t := time.NewTicker(p.opts.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			p.tick(ctx)
+		}
+	}
+}
+
+// ---- native path ----
+
+type nativeWatch struct {
+	h      Handle
+	opts   WatchOptions
+	lst    Lstater
+	ignore map[string]bool
+	raw    chan RawEvent
+	known  map[string]string // rel path -> signature
+	seeded bool
+}
+
+func newNativeWatch(h Handle, opts WatchOptions) *nativeWatch {
+	n := &nativeWatch{h: h, opts: opts, raw: make(chan RawEvent, 4096), known: map[string]string{}, ignore: map[string]bool{}}
+	n.lst, _ = h.FS().(Lstater)
+	for _, ig := range opts.Ignore {
+		n.ignore[ig] = true
+	}
+	return n
+}
+
+func (n *nativeWatch) push(ctx context.Context) func(RawEvent) {
+	return func(ev RawEvent) {
+		select {
+		case n.raw <- ev:
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (n *nativeWatch) ignored(rel string) bool {
+	for seg := range strings.SplitSeq(rel, "/") {
+		if n.ignore[seg] {
+			return true
+		}
+	}
+	return false
+}
+
+// scan walks the tree and returns rel path -> signature, and whether the
+// root itself could be listed.
+func (n *nativeWatch) scan(ctx context.Context) (*FileSnapshot, bool) {
+	snap := NewFileSnapshot(256)
+	rootOK := true
+	var walk func(dir string, isRoot bool)
+	walk = func(dir string, isRoot bool) {
+		ents, err := n.h.FS().ReadDir(ctx, dir)
+		if err != nil {
+			if isRoot {
+				rootOK = false
+			}
+			logWarn(n.opts.Logger, "sandbox watch: failed to list directory while seeding", "dir", dir, "error", err)
+			return
+		}
+		for _, e := range ents {
+			if n.ignore[e.Name] {
+				continue
+			}
+			p := dir + "/" + e.Name
+			if e.Type == EntryDir {
+				walk(p, false)
+				continue
+			}
+			sig := ""
+			if n.lst != nil {
+				if fi, err := n.lst.Lstat(ctx, p); err == nil && fi != nil {
+					sig = signature(fi)
+				}
+			}
+			snap.Set(relPath(n.opts.Root, p), sig)
+		}
+	}
+	walk(strings.TrimRight(n.opts.Root, "/"), true)
+	return snap, rootOK
+}
+
+func signature(fi *FileInfo) string {
+	return strconv.FormatInt(fi.ModTime.UnixNano(), 10) + "\t" + strconv.FormatInt(fi.Size, 10)
+}
+
+func (n *nativeWatch) seed(ctx context.Context) {
+	snap, ok := n.scan(ctx)
+	for _, p := range snap.paths {
+		n.known[p] = snap.sigs[p]
+	}
+	n.seeded = ok
+}
+
+type pendingPath struct {
+	path string
+	due  time.Time
+}
+
+func (n *nativeWatch) loop(ctx context.Context) {
+	pending := map[string]bool{}
+	var queue []pendingPath
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	flush := func(ctx context.Context, all bool) {
+		now := time.Now()
+		for len(queue) > 0 && (all || !queue[0].due.After(now)) {
+			p := queue[0].path
+			queue = queue[1:]
+			delete(pending, p)
+			n.classify(ctx, p)
+		}
+		if len(queue) > 0 {
+			timer.Reset(time.Until(queue[0].due))
+		}
+	}
+	defer func() {
+		// Deliver what is still being coalesced: never lose an event.
+		flush(context.WithoutCancel(ctx), true)
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			flush(ctx, false)
+		case ev := <-n.raw:
+			switch ev.Op {
+			case RawOverflow:
+				flush(ctx, true)
+				n.rescan(ctx)
+				continue
+			case RawFailed:
+				flush(ctx, true)
+				logWarn(n.opts.Logger, "sandbox watch: native watch failed, falling back to polling", "root", n.opts.Root, "error", ev.Err)
+				n.fallbackToPoll(ctx)
+				return
+			}
+			rel := relPath(n.opts.Root, ev.Path)
+			if ev.Path == "" || n.ignored(rel) {
+				continue
+			}
+			if n.opts.Coalesce < 0 {
+				n.classify(ctx, ev.Path)
+				continue
+			}
+			if pending[ev.Path] {
+				continue
+			}
+			pending[ev.Path] = true
+			queue = append(queue, pendingPath{path: ev.Path, due: time.Now().Add(n.opts.Coalesce)})
+			if len(queue) == 1 {
+				timer.Reset(n.opts.Coalesce)
+			}
+		}
+	}
+}
+
+func (n *nativeWatch) emit(t FileEventType, rel string, ts time.Time) {
+	n.opts.OnEvent(FileEvent{Type: t, Path: joinRoot(n.opts.Root, rel), Timestamp: ts})
+}
+
+func (n *nativeWatch) classify(ctx context.Context, path string) {
+	if !n.seeded {
+		n.seed(ctx)
+		if n.seeded {
+			logDebug(n.opts.Logger, "sandbox watch: re-seeded after failed initial seed", "root", n.opts.Root)
+		}
+	}
+	rel := relPath(n.opts.Root, path)
+	var (
+		exists bool
+		isDir  bool
+		sig    string
+	)
+	if n.lst != nil {
+		fi, err := n.lst.Lstat(ctx, path)
+		if err != nil {
+			logWarn(n.opts.Logger, "sandbox watch: native event classify failed", "path", path, "error", err)
+			return
+		}
+		if fi != nil {
+			exists, isDir, sig = true, fi.Type == EntryDir, signature(fi)
+		}
+	} else {
+		ok, err := n.h.FS().Exists(ctx, path)
+		if err != nil {
+			logWarn(n.opts.Logger, "sandbox watch: native event classify failed", "path", path, "error", err)
+			return
+		}
+		exists = ok
+	}
+	ts := time.Now()
+	if !exists || isDir {
+		if _, ok := n.known[rel]; ok {
+			delete(n.known, rel)
+			n.emit(FileDelete, rel, ts)
+		}
+		if !exists { // a directory moved or removed: its files are gone too
+			var gone []string
+			prefix := rel + "/"
+			for k := range n.known {
+				if strings.HasPrefix(k, prefix) {
+					gone = append(gone, k)
+				}
+			}
+			slices.Sort(gone)
+			for _, k := range gone {
+				delete(n.known, k)
+				n.emit(FileDelete, k, ts)
+			}
+		}
+		return
+	}
+	if _, ok := n.known[rel]; ok {
+		n.known[rel] = sig
+		n.emit(FileChange, rel, ts)
+		return
+	}
+	n.known[rel] = sig
+	n.emit(FileCreate, rel, ts)
+}
+
+// rescan answers a queue overflow: it walks the tree and reports every
+// difference from what is known.
+func (n *nativeWatch) rescan(ctx context.Context) {
+	next, ok := n.scan(ctx)
+	if !ok {
+		logWarn(n.opts.Logger, "sandbox watch: rescan after overflow could not list the root", "root", n.opts.Root)
+		return
+	}
+	prev := NewFileSnapshot(len(n.known))
+	for _, k := range slices.Sorted(maps.Keys(n.known)) {
+		prev.Set(k, n.known[k])
+	}
+	evs := DiffSnapshots(n.opts.Root, prev, next, time.Now())
+	logDebug(n.opts.Logger, "sandbox watch: rescanned after native queue overflow", "root", n.opts.Root, "events", len(evs))
+	clear(n.known)
+	for _, p := range next.paths {
+		n.known[p] = next.sigs[p]
+	}
+	for _, ev := range evs {
+		n.opts.OnEvent(ev)
+	}
+}
+
+func (n *nativeWatch) fallbackToPoll(ctx context.Context) {
+	p := newPollWatch(n.h, n.opts)
+	p.seed(ctx)
+	if p.prev != nil {
+		// Report what changed between the native view and the first poll
+		// by comparing path sets (signatures differ between the two).
+		prev := NewFileSnapshot(len(n.known))
+		for _, k := range slices.Sorted(maps.Keys(n.known)) {
+			prev.Set(k, "")
+		}
+		cur := NewFileSnapshot(p.prev.Len())
+		for _, k := range p.prev.Paths() {
+			cur.Set(k, "")
+		}
+		for _, ev := range DiffSnapshots(n.opts.Root, prev, cur, time.Now()) {
+			n.opts.OnEvent(ev)
+		}
+	}
+	p.loop(ctx)
+}
