@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"fmt"
-	"time"
+	"os"
 	"testing"
+	"time"
 )
 
 var eventSeeds = []string{
