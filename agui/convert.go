@@ -342,10 +342,10 @@ func assistantMetadata(m *UIMessage) map[string]any {
 	}
 	prev := tanstackOf(m.Metadata)
 	ts := map[string]any{}
-	if v, ok := prev["model"]; ok && v != nil {
+	if v, ok := prev["model"]; ok {
 		ts["model"] = v
 	}
-	if v, ok := prev["signature"]; ok && v != nil {
+	if v, ok := prev["signature"]; ok {
 		ts["signature"] = v
 	}
 	var res []json.RawMessage
@@ -541,38 +541,62 @@ func DecodeMessages(data []byte) ([]InputMessage, error) {
 	return out, nil
 }
 
-// decodeRow reads a wire row or ModelMessage from its keys; fields of an
-// unexpected JSON kind are an error, except content, which is kept raw.
+// decodeRow reads a wire row or ModelMessage from its keys. As in the
+// reference, which passes rows through as they are, a field of an
+// unexpected JSON kind is ignored; only tool calls that are not objects
+// are an error, since no adapter could use them.
 func decodeRow(keys map[string]json.RawMessage) (*WireMessage, error) {
-	var w WireMessage
-	get := func(k string, dst any) error {
-		v, ok := keys[k]
-		if !ok || isNull(v) {
-			return nil
-		}
-		if err := json.Unmarshal(v, dst); err != nil {
-			return fmt.Errorf("field %q: %w", k, err)
-		}
-		return nil
+	w := WireMessage{
+		ID:             rawString(keys["id"]),
+		Role:           rawString(keys["role"]),
+		Name:           rawString(keys["name"]),
+		ToolCallID:     rawString(keys["toolCallId"]),
+		EncryptedValue: rawString(keys["encryptedValue"]),
+		ActivityType:   rawString(keys["activityType"]),
+		CreatedAt:      rawString(keys["createdAt"]),
+		Metadata:       rawObject(keys["metadata"]),
+		Content:        keys["content"],
 	}
-	for _, f := range []struct {
-		k   string
-		dst any
-	}{
-		{"id", &w.ID}, {"role", &w.Role}, {"name", &w.Name}, {"toolCalls", &w.ToolCalls},
-		{"toolCallId", &w.ToolCallID}, {"error", &w.Error}, {"encryptedValue", &w.EncryptedValue},
-		{"activityType", &w.ActivityType}, {"metadata", &w.Metadata}, {"thinking", &w.Thinking},
-		{"createdAt", &w.CreatedAt},
-	} {
-		if err := get(f.k, f.dst); err != nil {
-			return nil, err
+	if v, ok := keys["error"]; ok && kind(v) == '"' {
+		e := rawString(v)
+		w.Error = &e
+	}
+	if v := keys["thinking"]; kind(v) == '[' {
+		var th []struct {
+			Content   any `json:"content"`
+			Signature any `json:"signature"`
+		}
+		if json.Unmarshal(v, &th) == nil {
+			for _, t := range th {
+				c, _ := t.Content.(string)
+				sig, _ := t.Signature.(string)
+				w.Thinking = append(w.Thinking, Thinking{Content: c, Signature: sig})
+			}
 		}
 	}
-	if v, ok := keys["content"]; ok {
-		w.Content = v
-	}
-	if v, ok := keys["structuredOutput"]; ok && !isNull(v) {
+	if v := keys["structuredOutput"]; kind(v) == '{' {
 		w.StructuredOutput = v
+	}
+	if v, ok := keys["toolCalls"]; ok && !isNull(v) {
+		var calls []json.RawMessage
+		if err := json.Unmarshal(v, &calls); err != nil {
+			return nil, fmt.Errorf("toolCalls must be an array of tool calls")
+		}
+		for i, c := range calls {
+			var o map[string]json.RawMessage
+			if kind(c) != '{' || json.Unmarshal(c, &o) != nil {
+				return nil, fmt.Errorf("toolCalls[%d] must be an object", i)
+			}
+			tc := WireToolCall{ID: rawString(o["id"]), Type: rawString(o["type"]),
+				EncryptedValue: rawString(o["encryptedValue"]), Metadata: rawObject(o["metadata"])}
+			if f := o["function"]; kind(f) == '{' {
+				var fn map[string]json.RawMessage
+				if json.Unmarshal(f, &fn) == nil {
+					tc.Function = FunctionCall{Name: rawString(fn["name"]), Arguments: rawString(fn["arguments"])}
+				}
+			}
+			w.ToolCalls = append(w.ToolCalls, tc)
+		}
 	}
 	return &w, nil
 }
@@ -613,7 +637,7 @@ func ToModelMessages(msgs []InputMessage) []ModelMessage {
 			}
 		}
 	}
-	var out []ModelMessage
+	out := make([]ModelMessage, 0, len(msgs))
 	var pending []Thinking
 	for _, in := range msgs {
 		if in.UI != nil {

@@ -2,6 +2,7 @@ package agui
 
 import (
 	"encoding/json"
+	"os"
 	"testing"
 )
 
@@ -96,5 +97,53 @@ func TestReferenceSnapshotMessages(t *testing.T) {
 				t.Errorf("UIToWire\n got %s\nwant %s", got, c.Output)
 			}
 		})
+	}
+}
+
+// TestReferenceRandomMessages replays randomly generated message lists
+// (testdata/ref_random.json, or the file named by $AGUI_REF_RANDOM) through
+// the conversions, against the reference's outputs for them.
+func TestReferenceRandomMessages(t *testing.T) {
+	name := "ref_random.json"
+	var ref refMessages
+	if p := os.Getenv("AGUI_REF_RANDOM"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &ref); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		loadJSON(t, name, &ref)
+	}
+	for _, c := range ref.Convert {
+		got, _, err := ConvertMessages(c.Input)
+		if err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+			continue
+		}
+		gb, _ := json.Marshal(got)
+		if want := modelView(t, c.Output); !jsonEqual(t, gb, want) {
+			t.Errorf("convert %s\ninput %s\n  got %s\n want %s", c.Name, c.Input, gb, want)
+		}
+	}
+	for _, c := range ref.Snapshot {
+		var msgs []ModelMessage
+		if err := json.Unmarshal(c.Input, &msgs); err != nil {
+			t.Fatal(err)
+		}
+		if got := MarshalWireMessages(SnapshotMessages(msgs, c.RunID)); !jsonEqual(t, got, c.Output) {
+			t.Errorf("snapshot %s\ninput %s\n  got %s\n want %s", c.Name, c.Input, got, c.Output)
+		}
+	}
+	for _, c := range ref.UIToWire {
+		var msgs []UIMessage
+		if err := json.Unmarshal(c.Input, &msgs); err != nil {
+			t.Fatal(err)
+		}
+		if got := MarshalWireMessages(UIToWire(msgs, false)); !jsonEqual(t, got, c.Output) {
+			t.Errorf("uiToWire %s\ninput %s\n  got %s\n want %s", c.Name, c.Input, got, c.Output)
+		}
 	}
 }

@@ -73,6 +73,19 @@ type refEventCase struct {
 func TestReferenceEvents(t *testing.T) {
 	var cases []refEventCase
 	loadJSON(t, "ref_events.json", &cases)
+	var random []refEventCase
+	if p := os.Getenv("AGUI_REF_RANDOM_EVENTS"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &random); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		loadJSON(t, "ref_random_events.json", &random)
+	}
+	cases = append(cases, random...)
 	if len(cases) == 0 {
 		t.Fatal("no cases")
 	}

@@ -31,6 +31,16 @@ type RunInput struct {
 	Data json.RawMessage
 }
 
+// InputMessages returns the rows as the elements of a mixed message list,
+// ready for ToModelMessages.
+func (in *RunInput) InputMessages() []InputMessage {
+	out := make([]InputMessage, len(in.Messages))
+	for i := range in.Messages {
+		out[i] = InputMessage{Row: &in.Messages[i]}
+	}
+	return out
+}
+
 // ClientTool is a tool the client declares (and executes).
 type ClientTool struct {
 	Name        string          `json:"name"`
@@ -61,6 +71,11 @@ type ResumeEntry struct {
 // requestErrorPrefix is the reference's message, migration pointer included.
 const requestErrorPrefix = "Request body is not a valid AG-UI RunAgentInput. If you're upgrading from a previous " +
 	"@tanstack/ai-client release, see docs/migration/ag-ui-compliance.md. Validation errors: "
+
+// InvalidBodyResponse is the text/plain body of the HTTP 400 that the
+// reference's chatParamsFromRequest answers, for malformed JSON and for an
+// invalid RunAgentInput alike (the details go to the server log).
+const InvalidBodyResponse = "Invalid AG-UI request body. See docs/migration/ag-ui-compliance.md."
 
 // RequestError reports a request body that is not a valid RunAgentInput.
 // Servers answer it with HTTP 400.
@@ -249,7 +264,7 @@ func (v *validator) message(raw json.RawMessage, at string) (WireMessage, bool) 
 	delete(o, "parts")
 	w, err := decodeRow(o)
 	if err != nil {
-		v.fail(at + ": " + err.Error())
+		v.fail(at + "." + err.Error())
 		return WireMessage{}, false
 	}
 	return *w, true

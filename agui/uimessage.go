@@ -369,3 +369,17 @@ func (o *obj) any(k string, v any) {
 }
 
 func (o *obj) close() []byte { return append(o.b, '}') }
+
+// MarshalJSON writes the part without HTML escaping; a text part always
+// carries its content, even when empty (a text part without one is not a
+// valid content part to the reference).
+func (p ContentPart) MarshalJSON() ([]byte, error) {
+	o := newObj()
+	o.strAlways("type", p.Type)
+	if p.Type == PartText || p.Content != "" {
+		o.strAlways("content", p.Content)
+	}
+	o.any("source", p.Source)
+	o.any("metadata", p.Metadata)
+	return o.close(), nil
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"strings"
 	"time"
 )
 
@@ -243,60 +244,87 @@ type Frame struct {
 // MaxFrameSize bounds one frame so a hostile stream cannot exhaust memory.
 const MaxFrameSize = 32 << 20
 
-// ReadSSE decodes an SSE stream the way the TanStack client does: `data:`
-// lines carry one event each, `id:` is remembered, comments, `event:` and
-// `retry:` are ignored, a bare `[DONE]` becomes RUN_FINISHED{stop}. A stream
-// that ends inside a frame yields ErrTruncated.
+// ReadSSE decodes an SSE stream the way the TanStack client
+// (@tanstack/ai-client 0.33) does, line by line: every non-blank line that
+// is not a comment, `event:`, `retry:` or `id:` line holds one whole event
+// (the `data:` prefix and one space after it are optional; an event is never
+// split over several data lines). An `id:` line names the next event only.
+// A `data: [DONE]` line ends the stream with a synthesized RUN_FINISHED that
+// carries the thread and run ids last seen and metadata.tanstack.finishReason
+// "stop". A stream whose last line has no newline yields ErrTruncated; a line
+// that is not a JSON event is an error. Events are as decoded; call Restore
+// for the client's view.
 func ReadSSE(r io.Reader) iter.Seq2[Frame, error] {
 	return func(yield func(Frame, error) bool) {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 0, 64<<10), MaxFrameSize)
+		br := bufio.NewReaderSize(r, 64<<10)
 		var id string
-		var data []byte
-		pending := false
-		lineNo := 0
-		emit := func() bool {
-			defer func() { data, pending = data[:0], false }()
-			if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
-				return yield(Frame{ID: id, Event: Event{Type: RunFinished, FinishReason: FinishStop}}, nil)
+		var hasID bool
+		var threadID, runID, model string
+		for lineNo := 1; ; lineNo++ {
+			line, err := readLine(br)
+			if err != nil && err != io.EOF {
+				yield(Frame{}, fmt.Errorf("agui: reading SSE: %w", err))
+				return
 			}
-			var f Frame
-			f.ID = id
-			f.Data = append([]byte(nil), data...)
-			if err := f.Event.UnmarshalJSON(f.Data); err != nil {
-				yield(Frame{}, fmt.Errorf("agui: SSE frame ending at line %d: %w", lineNo, err))
-				return false
-			}
-			return yield(f, nil)
-		}
-		for sc.Scan() {
-			lineNo++
-			line := bytes.TrimSuffix(sc.Bytes(), []byte{'\r'})
-			if len(line) == 0 {
-				if pending && !emit() {
-					return
+			if err == io.EOF {
+				if len(bytes.TrimSpace(line)) > 0 {
+					yield(Frame{}, fmt.Errorf("%w: SSE line %d has no newline", ErrTruncated, lineNo))
 				}
+				return
+			}
+			line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte{'\n'}), []byte{'\r'})
+			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
 			switch {
-			case line[0] == ':':
-			case bytes.HasPrefix(line, []byte("data:")):
-				v := bytes.TrimPrefix(line[5:], []byte{' '})
-				if pending {
-					data = append(data, '\n')
-				}
-				data = append(data, v...)
-				pending = true
-			case bytes.HasPrefix(line, []byte("id:")):
-				id = string(bytes.TrimPrefix(line[3:], []byte{' '}))
+			case string(line) == "id" || bytes.HasPrefix(line, []byte("id:")):
+				id, hasID = string(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("id")), []byte(":"))), true
+				id = strings.TrimPrefix(id, " ")
+				continue
+			case line[0] == ':' || bytes.HasPrefix(line, []byte("event:")) || bytes.HasPrefix(line, []byte("retry:")):
+				continue
 			}
-		}
-		if err := sc.Err(); err != nil {
-			yield(Frame{}, fmt.Errorf("agui: reading SSE: %w", err))
-			return
-		}
-		if pending {
-			yield(Frame{}, fmt.Errorf("%w: data line %d has no terminating blank line", ErrTruncated, lineNo))
+			data := line
+			if bytes.HasPrefix(data, []byte("data:")) {
+				data = bytes.TrimPrefix(data[5:], []byte{' '})
+			}
+			if string(data) == "[DONE]" {
+				ts := map[string]any{"finishReason": FinishStop}
+				if model != "" {
+					ts["model"] = model
+				}
+				done := Event{Type: RunFinished, ThreadID: threadID, RunID: runID, Timestamp: time.Now().UnixMilli(),
+					Metadata: map[string]any{"tanstack": ts}}
+				yield(Frame{Event: done}, nil)
+				return
+			}
+			f := Frame{Data: append([]byte(nil), data...)}
+			if hasID {
+				f.ID, id, hasID = id, "", false
+			}
+			if err := f.Event.UnmarshalJSON(f.Data); err != nil {
+				yield(Frame{}, fmt.Errorf("agui: SSE line %d: %w", lineNo, err))
+				return
+			}
+			// The client reads these after restoring the chunk, so
+			// metadata.tanstack counts too.
+			ts := f.Event.TanstackMeta()
+			if v, ok := ts["threadId"].(string); ok && f.Event.ThreadID == "" {
+				threadID = v
+			} else if f.Event.ThreadID != "" {
+				threadID = f.Event.ThreadID
+			}
+			if v, ok := ts["runId"].(string); ok && f.Event.RunID == "" {
+				runID = v
+			} else if f.Event.RunID != "" {
+				runID = f.Event.RunID
+			}
+			if m, ok := ts["model"].(string); ok {
+				model = m
+			}
+			if !yield(f, nil) {
+				return
+			}
 		}
 	}
 }

@@ -305,10 +305,10 @@ func messageMetadata(m *UIMessage, snapshot bool) map[string]any {
 	}
 	prev := tanstackOf(m.Metadata)
 	ts := map[string]any{}
-	if v, ok := prev["model"]; ok && v != nil {
+	if v, ok := prev["model"]; ok {
 		ts["model"] = v
 	}
-	if v, ok := prev["signature"]; ok && v != nil {
+	if v, ok := prev["signature"]; ok {
 		ts["signature"] = v
 	}
 	if c, ok := coerceCreatedAt(m.CreatedAt); ok {
