@@ -1,0 +1,179 @@
+// Package durable is the storage layer for durable runs: a per-run,
+// append-only delivery log with opaque offsets (see [Log]), and a run store
+// with fencing claims (see [RunStore]).
+//
+// Log entries are opaque bytes: in goai each one is the encoded wire JSON of
+// one AG-UI event, but this package never looks inside them. A read ends only
+// when the producer closes the log, never because of what an entry contains,
+// because an agent loop emits one terminal event per iteration.
+//
+// This package holds the interfaces, the error values, the fencing helper
+// [Fence] and an in-memory backend ([Memory]) for tests and single-process
+// use. Persistent backends live in durable/sqlite and durable/postgres, and
+// durable/durabletest is the conformance suite every backend runs.
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+)
+
+// Read sentinels, honoured by every backend.
+const (
+	// FromStart reads the whole log: Read(ctx, runID, FromStart) starts at
+	// the first entry.
+	FromStart = "-1"
+	// Now reads only entries appended after the read starts.
+	Now = "now"
+)
+
+// Entry is one stored log entry.
+type Entry struct {
+	// Offset is the opaque, backend-minted position of this entry. Passing
+	// it back to Read resumes strictly after this entry. It is non-empty,
+	// free of NUL, CR and LF and of surrounding white space, so it can be
+	// written on an SSE "id:" line as is.
+	Offset string
+	// Data is the entry's payload as appended. Entries yielded by Read
+	// must be treated as read-only; Snapshot returns copies.
+	Data []byte
+}
+
+// Producer identifies one append request of one writer, so that a retried
+// append is stored once (an idempotent append). ID names the writer (for
+// example a UUID per producer instance) and Seq numbers its requests.
+type Producer struct {
+	ID  string
+	Seq int64
+}
+
+// AppendOptions are the optional parts of an append.
+type AppendOptions struct {
+	// Producer, when its ID is non-empty, makes the append idempotent: a
+	// repeat of the same (run, Producer.ID, Producer.Seq) stores nothing and
+	// returns the offsets minted by the first attempt.
+	Producer Producer
+	// Epoch, when positive, fences the append: it is stored only if the
+	// run's record has DriverEpoch == Epoch, checked atomically with the
+	// insert. Otherwise the append stores nothing and fails with a
+	// *ClaimLostError. Fencing needs a backend that is also a RunStore.
+	Epoch int64
+}
+
+// Log is a set of per-run, append-only, totally ordered delivery logs.
+//
+// Implementations are safe for concurrent use. A log comes into existence
+// with its first non-empty append (or with Close) and is terminal once
+// closed: later appends fail with ErrLogClosed.
+type Log interface {
+	// Append stores batch at the end of runID's log, in order, and returns
+	// one distinct offset per entry. An empty batch stores nothing and
+	// returns no offsets.
+	Append(ctx context.Context, runID string, batch [][]byte) ([]string, error)
+
+	// AppendWith is Append with options (idempotency, fencing).
+	AppendWith(ctx context.Context, runID string, batch [][]byte, opts AppendOptions) ([]string, error)
+
+	// Read yields the entries strictly after offset after (or from the
+	// sentinels FromStart / Now), then tails live entries as they are
+	// appended, ending only when the log is closed and fully delivered.
+	// While the log is open and caught up it parks. It ends quietly, with
+	// no error, when ctx is done.
+	//
+	// A malformed, foreign (minted for another run or backend) or future
+	// offset yields an error wrapping ErrInvalidOffset; a concrete offset
+	// for a run with no log yields ErrRunNotFound. A sentinel read of a run
+	// that has no data yet waits a bounded time (the backend's first-chunk
+	// deadline) for the first entry and then fails with ErrRunNotFound.
+	// After yielding an error the sequence ends.
+	Read(ctx context.Context, runID, after string) iter.Seq2[Entry, error]
+
+	// Close terminalizes runID's log and wakes its readers, which end once
+	// they have delivered everything. Closing a closed log is a no-op;
+	// closing an unknown run creates an empty closed log.
+	Close(ctx context.Context, runID string) error
+
+	// Snapshot returns a copy of everything stored for runID now, without
+	// waiting, open log or not. An unknown run yields an empty slice and no
+	// error.
+	Snapshot(ctx context.Context, runID string) ([]Entry, error)
+}
+
+// Upserter is implemented by logs that can replace stored entries in place
+// (UpsertableStreamDurability upstream). Alignment does not need it.
+type Upserter interface {
+	// Upsert validates the whole batch first and then stores each entry at
+	// its offset: a stored offset is replaced in place, and offsets past the
+	// tail must continue it without holes. Offsets minted for another run,
+	// repeats within the batch and holes are rejected with ErrInvalidOffset
+	// and the log unmodified.
+	Upsert(ctx context.Context, runID string, entries []Entry) ([]string, error)
+}
+
+// Pruner is implemented by logs that support retention of closed logs.
+type Pruner interface {
+	// Prune deletes every log closed before cutoff (inclusive) and returns
+	// how many it deleted. Open logs are never pruned.
+	Prune(ctx context.Context, cutoff time.Time) (int, error)
+}
+
+// Errors. Callers branch on these with errors.Is.
+var (
+	// ErrRunNotFound reports a run with no log (or no record).
+	ErrRunNotFound = errors.New("durable: run not found")
+	// ErrInvalidOffset reports an offset the log cannot resume from:
+	// malformed, minted for another run or backend, or past the tail. The
+	// concrete error is an *OffsetError.
+	ErrInvalidOffset = errors.New("durable: invalid offset")
+	// ErrLogClosed reports an append to a closed log.
+	ErrLogClosed = errors.New("durable: log closed")
+	// ErrClaimLost reports a fenced write by a driver whose claim was
+	// superseded. The concrete error is a *ClaimLostError.
+	ErrClaimLost = errors.New("durable: run claim lost")
+	// ErrClaimNotAcquired reports a claim refused because the run is unknown
+	// or terminal. The concrete error is a *ClaimError.
+	ErrClaimNotAcquired = errors.New("durable: run claim not acquired")
+	// ErrProducerConflict reports a producer tuple reused for a batch of a
+	// different length.
+	ErrProducerConflict = errors.New("durable: producer tuple reused with a different batch")
+	// ErrStoreClosed reports use of a backend after it was shut down.
+	ErrStoreClosed = errors.New("durable: store shut down")
+)
+
+// OffsetError details an invalid offset. It wraps ErrInvalidOffset.
+type OffsetError struct {
+	RunID  string
+	Offset string
+	Reason string // e.g. "malformed", "minted for another run", "past the tail"
+}
+
+func (e *OffsetError) Error() string {
+	return fmt.Sprintf("durable: invalid offset %q for run %q: %s", e.Offset, e.RunID, e.Reason)
+}
+
+func (e *OffsetError) Unwrap() error { return ErrInvalidOffset }
+
+// ValidOffset reports whether s is acceptable as an offset on the wire
+// (§1.3): non-empty, free of NUL, CR and LF, and equal to its trimmed form.
+// It says nothing about whether a backend minted s.
+func ValidOffset(s string) bool {
+	return s != "" && !strings.ContainsAny(s, "\x00\r\n") && strings.TrimSpace(s) == s
+}
+
+// ValidRunID reports whether id can name a run: non-empty and free of NUL,
+// CR and LF.
+func ValidRunID(id string) bool {
+	return id != "" && !strings.ContainsAny(id, "\x00\r\n")
+}
+
+// CheckRunID returns an error unless ValidRunID(id).
+func CheckRunID(id string) error {
+	if !ValidRunID(id) {
+		return fmt.Errorf("durable: invalid run id %q", id)
+	}
+	return nil
+}

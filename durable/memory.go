@@ -1,0 +1,548 @@
+package durable
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Defaults shared by the backends.
+const (
+	// DefaultFirstChunkDeadline bounds how long a sentinel read of a run
+	// with no data waits for its first entry.
+	DefaultFirstChunkDeadline = 100 * time.Millisecond
+	// DefaultRetention is how long Memory keeps a closed log.
+	DefaultRetention = 5 * time.Minute
+	// DefaultMaxLogs is how many logs Memory keeps before evicting the
+	// oldest closed ones.
+	DefaultMaxLogs = 1024
+)
+
+const memoryScheme = "memory"
+
+// MemoryOptions configure a Memory. The zero value means the defaults.
+type MemoryOptions struct {
+	// FirstChunkDeadline bounds a sentinel read's wait for the first entry
+	// of a run with no data. Zero means DefaultFirstChunkDeadline; negative
+	// means wait until ctx is done.
+	FirstChunkDeadline time.Duration
+	// Retention is how long a closed log is kept. Zero means
+	// DefaultRetention; negative means forever.
+	Retention time.Duration
+	// MaxLogs is how many logs are kept before the oldest closed ones are
+	// evicted. Zero means DefaultMaxLogs; negative means no limit. Open logs
+	// are never evicted.
+	MaxLogs int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Memory is an in-process Store (memoryStream and InMemoryRunStore upstream):
+// exactly-once within the process, gone with it. Closed logs are evicted on
+// the creation of a new log after Retention, or oldest first beyond MaxLogs.
+// Offsets look like "memory:v1:<run id>:<seq>".
+type Memory struct {
+	opts MemoryOptions
+
+	mu      sync.Mutex
+	logs    map[string]*memLog
+	runs    map[string]*memRun
+	nextRun int64
+}
+
+type memLog struct {
+	entries   [][]byte
+	closed    bool
+	closedAt  time.Time
+	changed   chan struct{} // closed and replaced on every change
+	producers map[Producer]memSpan
+}
+
+type memSpan struct{ first, n int64 }
+
+type memRun struct {
+	rec   RunRecord
+	order int64
+}
+
+var _ interface {
+	Store
+	Upserter
+	Pruner
+} = (*Memory)(nil)
+
+// NewMemory returns an empty Memory. opts may be nil.
+func NewMemory(opts *MemoryOptions) *Memory {
+	m := &Memory{logs: make(map[string]*memLog), runs: make(map[string]*memRun)}
+	if opts != nil {
+		m.opts = *opts
+	}
+	if m.opts.FirstChunkDeadline == 0 {
+		m.opts.FirstChunkDeadline = DefaultFirstChunkDeadline
+	}
+	if m.opts.Retention == 0 {
+		m.opts.Retention = DefaultRetention
+	}
+	if m.opts.MaxLogs == 0 {
+		m.opts.MaxLogs = DefaultMaxLogs
+	}
+	if m.opts.Now == nil {
+		m.opts.Now = time.Now
+	}
+	return m
+}
+
+func (l *memLog) notify() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// logLocked returns runID's log, creating it (and evicting old closed logs)
+// if create is set.
+func (m *Memory) logLocked(runID string, create bool) *memLog {
+	l := m.logs[runID]
+	if l != nil || !create {
+		return l
+	}
+	m.evictLocked()
+	l = &memLog{changed: make(chan struct{})}
+	m.logs[runID] = l
+	return l
+}
+
+func (m *Memory) evictLocked() {
+	now := m.opts.Now()
+	if m.opts.Retention > 0 {
+		for id, l := range m.logs {
+			if l.closed && !l.closedAt.After(now.Add(-m.opts.Retention)) {
+				delete(m.logs, id)
+			}
+		}
+	}
+	if m.opts.MaxLogs > 0 && len(m.logs) >= m.opts.MaxLogs {
+		type cand struct {
+			id string
+			at time.Time
+		}
+		var closed []cand
+		for id, l := range m.logs {
+			if l.closed {
+				closed = append(closed, cand{id, l.closedAt})
+			}
+		}
+		slices.SortFunc(closed, func(a, b cand) int { return a.at.Compare(b.at) })
+		for _, c := range closed {
+			if len(m.logs) < m.opts.MaxLogs {
+				break
+			}
+			delete(m.logs, c.id)
+		}
+	}
+}
+
+// Append implements Log.
+func (m *Memory) Append(ctx context.Context, runID string, batch [][]byte) ([]string, error) {
+	return m.AppendWith(ctx, runID, batch, AppendOptions{})
+}
+
+// AppendWith implements Log.
+func (m *Memory) AppendWith(ctx context.Context, runID string, batch [][]byte, opts AppendOptions) ([]string, error) {
+	if err := CheckRunID(runID); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(batch) == 0 {
+		return []string{}, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.logs[runID]
+	if opts.Producer.ID != "" && l != nil {
+		if sp, ok := l.producers[opts.Producer]; ok {
+			if sp.n != int64(len(batch)) {
+				return nil, fmt.Errorf("%w: run %q producer %q seq %d", ErrProducerConflict, runID, opts.Producer.ID, opts.Producer.Seq)
+			}
+			return m.offsets(runID, sp.first, sp.n), nil
+		}
+	}
+	if opts.Epoch > 0 {
+		var observed int64
+		if r := m.runs[runID]; r != nil && r.rec.DriverEpoch != nil {
+			observed = *r.rec.DriverEpoch
+		}
+		if observed != opts.Epoch {
+			return nil, &ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: observed}
+		}
+	}
+	if l != nil && l.closed {
+		return nil, fmt.Errorf("%w: run %q", ErrLogClosed, runID)
+	}
+	l = m.logLocked(runID, true)
+	first := int64(len(l.entries)) + 1
+	for _, b := range batch {
+		l.entries = append(l.entries, bytes.Clone(b))
+	}
+	if opts.Producer.ID != "" {
+		if l.producers == nil {
+			l.producers = make(map[Producer]memSpan)
+		}
+		l.producers[opts.Producer] = memSpan{first, int64(len(batch))}
+	}
+	l.notify()
+	return m.offsets(runID, first, int64(len(batch))), nil
+}
+
+func (m *Memory) offsets(runID string, first, n int64) []string {
+	offs := make([]string, n)
+	for i := range offs {
+		offs[i] = FormatOffset(memoryScheme, runID, first+int64(i))
+	}
+	return offs
+}
+
+// Close implements Log.
+func (m *Memory) Close(ctx context.Context, runID string) error {
+	if err := CheckRunID(runID); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.logLocked(runID, true)
+	if !l.closed {
+		l.closed = true
+		l.closedAt = m.opts.Now()
+		l.notify()
+	}
+	return nil
+}
+
+// Snapshot implements Log.
+func (m *Memory) Snapshot(ctx context.Context, runID string) ([]Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.logs[runID]
+	if l == nil {
+		return []Entry{}, nil
+	}
+	out := make([]Entry, len(l.entries))
+	for i, b := range l.entries {
+		out[i] = Entry{Offset: FormatOffset(memoryScheme, runID, int64(i)+1), Data: bytes.Clone(b)}
+	}
+	return out, nil
+}
+
+// Read implements Log.
+func (m *Memory) Read(ctx context.Context, runID, after string) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		pos, err := m.start(ctx, runID, after)
+		if err != nil {
+			if err != errQuiet {
+				yield(Entry{}, err)
+			}
+			return
+		}
+		var buf [][]byte
+		for {
+			m.mu.Lock()
+			l := m.logs[runID]
+			if l == nil { // evicted under a reader: it was closed and fully stored
+				m.mu.Unlock()
+				yield(Entry{}, fmt.Errorf("%w: run %q was evicted during the read", ErrRunNotFound, runID))
+				return
+			}
+			buf = append(buf[:0], l.entries[min(pos, int64(len(l.entries))):]...)
+			closed, changed := l.closed, l.changed
+			m.mu.Unlock()
+			for _, b := range buf {
+				if ctx.Err() != nil {
+					return
+				}
+				pos++
+				if !yield(Entry{Offset: FormatOffset(memoryScheme, runID, pos), Data: b}, nil) {
+					return
+				}
+			}
+			if len(buf) > 0 {
+				continue
+			}
+			if closed {
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// errQuiet ends a read without an error (its context is done).
+var errQuiet = fmt.Errorf("durable: read cancelled")
+
+// start resolves after to the seq the read continues from.
+func (m *Memory) start(ctx context.Context, runID, after string) (int64, error) {
+	if err := CheckRunID(runID); err != nil {
+		return 0, err
+	}
+	if after != FromStart && after != Now {
+		seq, err := ParseOffset(memoryScheme, runID, after)
+		if err != nil {
+			return 0, err
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		l := m.logs[runID]
+		if l == nil {
+			return 0, fmt.Errorf("%w: run %q (unknown or expired)", ErrRunNotFound, runID)
+		}
+		if seq > int64(len(l.entries)) {
+			return 0, FutureOffsetError(runID, after)
+		}
+		return seq, nil
+	}
+	var deadline <-chan time.Time
+	if m.opts.FirstChunkDeadline > 0 {
+		t := time.NewTimer(m.opts.FirstChunkDeadline)
+		defer t.Stop()
+		deadline = t.C
+	}
+	start := int64(-1)
+	for {
+		m.mu.Lock()
+		l := m.logs[runID]
+		if l == nil {
+			// Park on a placeholder so that the first append wakes us.
+			l = m.logLocked(runID, true)
+			defer m.dropPlaceholder(runID, l)
+		}
+		if start < 0 {
+			start = 0
+			if after == Now {
+				start = int64(len(l.entries))
+			}
+		}
+		if len(l.entries) > 0 || l.closed {
+			m.mu.Unlock()
+			return start, nil
+		}
+		changed := l.changed
+		m.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline:
+			return 0, fmt.Errorf("%w: run %q produced no data within %v", ErrRunNotFound, runID, m.opts.FirstChunkDeadline)
+		case <-ctx.Done():
+			return 0, errQuiet
+		}
+	}
+}
+
+// dropPlaceholder removes a log a sentinel read created to park on, if
+// nothing was ever stored in it.
+func (m *Memory) dropPlaceholder(runID string, l *memLog) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.logs[runID] == l && len(l.entries) == 0 && !l.closed {
+		delete(m.logs, runID)
+	}
+}
+
+// Upsert implements Upserter.
+func (m *Memory) Upsert(ctx context.Context, runID string, entries []Entry) ([]string, error) {
+	if err := CheckRunID(runID); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.logs[runID]
+	var tail int64
+	if l != nil {
+		tail = int64(len(l.entries))
+		if l.closed {
+			return nil, fmt.Errorf("%w: run %q", ErrLogClosed, runID)
+		}
+	}
+	seqs, err := PlanUpsert(memoryScheme, runID, tail, entries)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return []string{}, nil
+	}
+	l = m.logLocked(runID, true)
+	for i, e := range entries {
+		if seqs[i] <= int64(len(l.entries)) {
+			l.entries[seqs[i]-1] = bytes.Clone(e.Data)
+		} else {
+			l.entries = append(l.entries, bytes.Clone(e.Data))
+		}
+	}
+	l.notify()
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.Offset
+	}
+	return out, nil
+}
+
+// Prune implements Pruner.
+func (m *Memory) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, l := range m.logs {
+		if l.closed && !l.closedAt.After(cutoff) {
+			delete(m.logs, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// CreateOrResume implements RunStore.
+func (m *Memory) CreateOrResume(ctx context.Context, rec RunRecord) (RunRecord, error) {
+	if err := CheckRunID(rec.RunID); err != nil {
+		return RunRecord{}, err
+	}
+	if rec.Status == "" {
+		rec.Status = StatusRunning
+	}
+	if !rec.Status.Valid() {
+		return RunRecord{}, fmt.Errorf("durable: invalid run status %q", rec.Status)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.runs[rec.RunID]; r != nil {
+		return r.rec.Clone(), nil
+	}
+	rec = normalizeRecord(rec)
+	m.nextRun++
+	m.runs[rec.RunID] = &memRun{rec: rec, order: m.nextRun}
+	return rec.Clone(), nil
+}
+
+// normalizeRecord truncates a new record's times to milliseconds.
+func normalizeRecord(rec RunRecord) RunRecord {
+	rec = rec.Clone()
+	rec.StartedAt = Millis(rec.StartedAt)
+	if rec.FinishedAt != nil {
+		rec.FinishedAt = Ptr(Millis(*rec.FinishedAt))
+	}
+	if rec.DetachedSince != nil {
+		rec.DetachedSince = Ptr(Millis(*rec.DetachedSince))
+	}
+	return rec
+}
+
+// Get implements RunStore.
+func (m *Memory) Get(ctx context.Context, runID string) (RunRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[runID]
+	if r == nil {
+		return RunRecord{}, fmt.Errorf("%w: %q", ErrRunNotFound, runID)
+	}
+	return r.rec.Clone(), nil
+}
+
+// Update implements RunStore.
+func (m *Memory) Update(ctx context.Context, runID string, patch RunPatch) error {
+	if err := patch.Validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[runID]
+	if r == nil {
+		return nil
+	}
+	if patch.IfEpoch > 0 {
+		var observed int64
+		if r.rec.DriverEpoch != nil {
+			observed = *r.rec.DriverEpoch
+		}
+		if observed != patch.IfEpoch {
+			return &ClaimLostError{RunID: runID, Held: patch.IfEpoch, Observed: observed}
+		}
+	}
+	patch.Apply(&r.rec)
+	return nil
+}
+
+func (m *Memory) sortedRuns(keep func(*memRun) bool, by func(a, b *memRun) int) []RunRecord {
+	var rs []*memRun
+	for _, r := range m.runs {
+		if keep(r) {
+			rs = append(rs, r)
+		}
+	}
+	slices.SortFunc(rs, by)
+	out := make([]RunRecord, len(rs))
+	for i, r := range rs {
+		out[i] = r.rec.Clone()
+	}
+	return out
+}
+
+func byStart(a, b *memRun) int {
+	return cmp.Or(a.rec.StartedAt.Compare(b.rec.StartedAt), cmp.Compare(a.order, b.order))
+}
+
+// FindActiveRun implements RunStore.
+func (m *Memory) FindActiveRun(ctx context.Context, threadID string) (RunRecord, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := m.sortedRuns(func(r *memRun) bool {
+		return r.rec.ThreadID == threadID && r.rec.Status == StatusRunning
+	}, byStart)
+	if len(rs) == 0 {
+		return RunRecord{}, false, nil
+	}
+	return rs[len(rs)-1], true, nil
+}
+
+// ListByThread implements RunStore.
+func (m *Memory) ListByThread(ctx context.Context, threadID string) ([]RunRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sortedRuns(func(r *memRun) bool { return r.rec.ThreadID == threadID }, byStart), nil
+}
+
+// ListReclaimable implements RunStore.
+func (m *Memory) ListReclaimable(ctx context.Context, now time.Time, ttl time.Duration) ([]RunRecord, error) {
+	cutoff := now.Add(-ttl).UnixMilli()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sortedRuns(func(r *memRun) bool {
+		return r.rec.Status == StatusRunning && r.rec.DetachedSince != nil && r.rec.DetachedSince.UnixMilli() <= cutoff
+	}, func(a, b *memRun) int {
+		return cmp.Or(a.rec.DetachedSince.Compare(*b.rec.DetachedSince), cmp.Compare(a.order, b.order))
+	}), nil
+}
+
+// Claim implements RunStore.
+func (m *Memory) Claim(ctx context.Context, runID string) (Claim, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[runID]
+	if r == nil {
+		return Claim{}, &ClaimError{RunID: runID, Reason: ClaimUnknown}
+	}
+	if r.rec.Status.Terminal() {
+		return Claim{}, &ClaimError{RunID: runID, Reason: ClaimTerminal}
+	}
+	var epoch int64 = 1
+	if r.rec.DriverEpoch != nil {
+		epoch = *r.rec.DriverEpoch + 1
+	}
+	r.rec.DriverEpoch = &epoch
+	return Claim{RunID: runID, Epoch: epoch}, nil
+}

@@ -1,0 +1,148 @@
+package durable_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goai-sdk/goai/durable"
+	"github.com/goai-sdk/goai/durable/durabletest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestMemoryConformance(t *testing.T) {
+	durabletest.Run(t, func(t *testing.T) durable.Log { return durable.NewMemory(nil) }, nil)
+}
+
+func TestMemoryRunStoreConformance(t *testing.T) {
+	durabletest.RunStore(t, func(t *testing.T) durable.Store { return durable.NewMemory(nil) }, nil)
+}
+
+func TestMemoryFirstChunkDeadlineOption(t *testing.T) {
+	d := 300 * time.Millisecond
+	durabletest.Run(t, func(t *testing.T) durable.Log {
+		return durable.NewMemory(&durable.MemoryOptions{FirstChunkDeadline: d})
+	}, &durabletest.Options{FirstChunkDeadline: d})
+}
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Item 10 (memory): closed logs are evicted after the retention or beyond
+// MaxLogs, oldest first; open logs never are.
+func TestMemoryEviction10(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{now: time.Unix(1_000_000, 0)}
+	m := durable.NewMemory(&durable.MemoryOptions{Now: clk.Now, MaxLogs: 4})
+	offs, _ := m.Append(ctx, "closed-old", [][]byte{[]byte("x")})
+	m.Append(ctx, "open-old", [][]byte{[]byte("x")})
+	m.Close(ctx, "closed-old")
+	clk.Add(5*time.Minute - time.Millisecond)
+	m.Append(ctx, "trigger-1", [][]byte{[]byte("x")})
+	if s, _ := m.Snapshot(ctx, "closed-old"); len(s) != 1 {
+		t.Fatal("closed log evicted before the retention")
+	}
+	clk.Add(time.Millisecond)
+	m.Append(ctx, "trigger-2", [][]byte{[]byte("x")})
+	if s, _ := m.Snapshot(ctx, "closed-old"); len(s) != 0 {
+		t.Fatal("closed log kept past the retention")
+	}
+	for _, err := range m.Read(ctx, "closed-old", offs[0]) {
+		if !errors.Is(err, durable.ErrRunNotFound) {
+			t.Fatalf("read of an evicted log: %v, want ErrRunNotFound", err)
+		}
+	}
+	if s, _ := m.Snapshot(ctx, "open-old"); len(s) != 1 {
+		t.Fatal("open log evicted")
+	}
+	// Beyond MaxLogs: the oldest closed go first, open ones stay.
+	for i := range 3 {
+		id := fmt.Sprint("c", i)
+		m.Append(ctx, id, [][]byte{[]byte("x")})
+		clk.Add(time.Second)
+		m.Close(ctx, id)
+	}
+	for i := range 6 {
+		m.Append(ctx, fmt.Sprint("open", i), [][]byte{[]byte("x")})
+	}
+	for i := range 3 {
+		if s, _ := m.Snapshot(ctx, fmt.Sprint("c", i)); len(s) != 0 {
+			t.Fatalf("closed log c%d kept beyond MaxLogs", i)
+		}
+	}
+	for _, id := range []string{"open-old", "trigger-1", "trigger-2", "open0", "open5"} {
+		if s, _ := m.Snapshot(ctx, id); len(s) != 1 {
+			t.Fatalf("open log %s evicted", id)
+		}
+	}
+}
+
+func TestOffsetCodec(t *testing.T) {
+	for _, run := range []string{"r", "a:b", "sp ace", "ü%/", "x:1:2"} {
+		off := durable.FormatOffset("s", run, 42)
+		if !durable.ValidOffset(off) {
+			t.Fatalf("offset %q not valid", off)
+		}
+		seq, err := durable.ParseOffset("s", run, off)
+		if err != nil || seq != 42 {
+			t.Fatalf("ParseOffset(%q) = %d, %v", off, seq, err)
+		}
+		if _, err := durable.ParseOffset("s", run+"x", off); !errors.Is(err, durable.ErrInvalidOffset) {
+			t.Fatalf("foreign run accepted: %v", err)
+		}
+		if _, err := durable.ParseOffset("t", run, off); !errors.Is(err, durable.ErrInvalidOffset) {
+			t.Fatalf("foreign scheme accepted: %v", err)
+		}
+	}
+	for _, bad := range []string{"s:v1:r:0", "s:v1:r:01", "s:v1:r:-1", "s:v1:r:", "s:v1:r", "s:v1:r:1x", "s:v1:r:99999999999999999999"} {
+		if _, err := durable.ParseOffset("s", "r", bad); !errors.Is(err, durable.ErrInvalidOffset) {
+			t.Fatalf("ParseOffset(%q) accepted", bad)
+		}
+	}
+}
+
+func BenchmarkMemory(b *testing.B) {
+	durabletest.Bench(b, func(tb testing.TB) durable.Log { return durable.NewMemory(nil) })
+}
+
+func TestKeepClosed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := durable.NewMemory(nil)
+	m.Append(ctx, "closed", [][]byte{[]byte("x")})
+	m.Close(ctx, "closed")
+	m.Append(ctx, "open", [][]byte{[]byte("x")})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		durable.KeepClosed(ctx, m, -time.Second, 10*time.Millisecond, nil)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if s, _ := m.Snapshot(ctx, "closed"); len(s) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("closed log not pruned")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s, _ := m.Snapshot(ctx, "open"); len(s) != 1 {
+		t.Fatal("open log pruned")
+	}
+	cancel()
+	<-done
+}

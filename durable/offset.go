@@ -1,0 +1,96 @@
+package durable
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// The offset codec shared by this module's backends. An offset is
+// "<scheme>:v1:<query-escaped run id>:<seq>", seq counting from 1 per run.
+// The run id inside lets a backend reject an offset minted for another run;
+// query escaping keeps the result free of white space, NUL, CR and LF and of
+// the ':' separator. Callers outside a backend must treat offsets as opaque.
+
+// FormatOffset mints the offset of entry seq (from 1) of runID's log in a
+// backend identified by scheme (for example "sqlite").
+func FormatOffset(scheme, runID string, seq int64) string {
+	var b strings.Builder
+	esc := url.QueryEscape(runID)
+	b.Grow(len(scheme) + len(esc) + 24)
+	b.WriteString(scheme)
+	b.WriteString(":v1:")
+	b.WriteString(esc)
+	b.WriteByte(':')
+	b.WriteString(strconv.FormatInt(seq, 10))
+	return b.String()
+}
+
+// ParseOffset decodes a concrete (non-sentinel) offset minted by
+// FormatOffset for scheme and runID and returns its seq. Any other string
+// yields an *OffsetError naming the offset.
+func ParseOffset(scheme, runID, off string) (int64, error) {
+	bad := func(reason string) (int64, error) {
+		return 0, &OffsetError{RunID: runID, Offset: off, Reason: reason}
+	}
+	if !ValidOffset(off) {
+		return bad("malformed")
+	}
+	rest, ok := strings.CutPrefix(off, scheme+":v1:")
+	if !ok {
+		return bad("not minted by this " + scheme + " log")
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i < 0 {
+		return bad("malformed")
+	}
+	run, err := url.QueryUnescape(rest[:i])
+	if err != nil {
+		return bad("malformed run id")
+	}
+	if run != runID {
+		return bad("minted for another run")
+	}
+	seqText := rest[i+1:]
+	if seqText == "" || seqText[0] < '1' || seqText[0] > '9' {
+		return bad("malformed sequence")
+	}
+	seq, err := strconv.ParseInt(seqText, 10, 64)
+	if err != nil || seq < 1 {
+		return bad("malformed sequence")
+	}
+	return seq, nil
+}
+
+// FutureOffsetError is the error for an offset past the tail of runID's log.
+func FutureOffsetError(runID, off string) error {
+	return &OffsetError{RunID: runID, Offset: off, Reason: "past the tail of the log"}
+}
+
+// PlanUpsert validates an Upsert batch against a log of tail entries (see
+// Upserter) and returns the seq of each entry. It rejects offsets not minted
+// for runID by scheme, repeats within the batch, and offsets past the tail
+// that do not continue it without holes.
+func PlanUpsert(scheme, runID string, tail int64, entries []Entry) ([]int64, error) {
+	seqs := make([]int64, len(entries))
+	seen := make(map[int64]bool, len(entries))
+	next := tail + 1
+	for i, e := range entries {
+		seq, err := ParseOffset(scheme, runID, e.Offset)
+		if err != nil {
+			return nil, err
+		}
+		if seen[seq] {
+			return nil, &OffsetError{RunID: runID, Offset: e.Offset, Reason: "repeated within the batch"}
+		}
+		seen[seq] = true
+		if seq > tail {
+			if seq != next {
+				return nil, &OffsetError{RunID: runID, Offset: e.Offset, Reason: "leaves a hole after the tail"}
+			}
+			next++
+		}
+		seqs[i] = seq
+	}
+	return seqs, nil
+}

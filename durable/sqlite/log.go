@@ -1,0 +1,464 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/goai-sdk/goai/durable"
+	"github.com/goai-sdk/goai/durable/internal/flight"
+)
+
+func offsets(runID string, first, n int64) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = durable.FormatOffset(scheme, runID, first+int64(i))
+	}
+	return out
+}
+
+// Append implements durable.Log.
+func (s *Store) Append(ctx context.Context, runID string, batch [][]byte) ([]string, error) {
+	return s.AppendWith(ctx, runID, batch, durable.AppendOptions{})
+}
+
+// AppendWith implements durable.Log. The epoch check, the idempotency check
+// and the insert share one transaction.
+func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, opts durable.AppendOptions) ([]string, error) {
+	if err := durable.CheckRunID(runID); err != nil {
+		return nil, err
+	}
+	if len(batch) == 0 {
+		return []string{}, ctx.Err()
+	}
+	var first, n int64
+	err := s.exec(ctx, runID, func(tx *sql.Tx) error {
+		var err error
+		first, n, err = appendTx(tx, runID, batch, opts, s.opts.Now())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return offsets(runID, first, n), nil
+}
+
+func appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, err error) {
+	p := opts.Producer
+	if p.ID != "" {
+		err := tx.QueryRow(`SELECT first_seq, n FROM goai_producers WHERE run_id = ? AND producer_id = ? AND producer_seq = ?`,
+			runID, p.ID, p.Seq).Scan(&first, &n)
+		switch {
+		case err == nil:
+			if n != int64(len(batch)) {
+				return 0, 0, fmt.Errorf("%w: run %q producer %q seq %d", durable.ErrProducerConflict, runID, p.ID, p.Seq)
+			}
+			return first, n, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+		}
+	}
+	if opts.Epoch > 0 {
+		var observed sql.NullInt64
+		err := tx.QueryRow(`SELECT driver_epoch FROM goai_runs WHERE run_id = ?`, runID).Scan(&observed)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+		}
+		if observed.Int64 != opts.Epoch {
+			return 0, 0, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: observed.Int64}
+		}
+	}
+	var last int64
+	var closed sql.NullInt64
+	err = tx.QueryRow(`SELECT last_seq, closed_at FROM goai_logs WHERE run_id = ?`, runID).Scan(&last, &closed)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES (?, 0, ?)`, runID, now.UnixMilli()); err != nil {
+			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+		}
+	case err != nil:
+		return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+	case closed.Valid:
+		return 0, 0, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
+	}
+	ins, err := tx.Prepare(`INSERT INTO goai_entries (run_id, seq, data) VALUES (?, ?, ?)`)
+	if err != nil {
+		return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+	}
+	defer ins.Close()
+	for i, b := range batch {
+		if b == nil {
+			b = []byte{}
+		}
+		if _, err := ins.Exec(runID, last+1+int64(i), b); err != nil {
+			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+		}
+	}
+	n = int64(len(batch))
+	if _, err := tx.Exec(`UPDATE goai_logs SET last_seq = ? WHERE run_id = ?`, last+n, runID); err != nil {
+		return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+	}
+	if p.ID != "" {
+		if _, err := tx.Exec(`INSERT INTO goai_producers (run_id, producer_id, producer_seq, first_seq, n) VALUES (?, ?, ?, ?, ?)`,
+			runID, p.ID, p.Seq, last+1, n); err != nil {
+			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+		}
+	}
+	return last + 1, n, nil
+}
+
+// Close implements durable.Log.
+func (s *Store) Close(ctx context.Context, runID string) error {
+	if err := durable.CheckRunID(runID); err != nil {
+		return err
+	}
+	now := s.opts.Now().UnixMilli()
+	return s.exec(ctx, runID, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at) VALUES (?, 0, ?, ?)
+			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at)`, runID, now, now)
+		if err != nil {
+			return fmt.Errorf("durable/sqlite: close: %w", err)
+		}
+		return nil
+	})
+}
+
+// Snapshot implements durable.Log.
+func (s *Store) Snapshot(ctx context.Context, runID string) ([]durable.Entry, error) {
+	if s.isClosed() {
+		return nil, durable.ErrStoreClosed
+	}
+	out := []durable.Entry{}
+	err := s.page(ctx, runID, 0, -1, 0, func(seq int64, data []byte) {
+		out = append(out, durable.Entry{Offset: durable.FormatOffset(scheme, runID, seq), Data: data})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// page calls f for the entries after seq after, up to seq upTo (-1: no
+// bound), at most limit of them (0: no limit).
+func (s *Store) page(ctx context.Context, runID string, after, upTo int64, limit int, f func(seq int64, data []byte)) error {
+	if upTo < 0 {
+		upTo = 1<<63 - 1
+	}
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, data FROM goai_entries WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
+		runID, after, upTo, limit)
+	if err != nil {
+		return fmt.Errorf("durable/sqlite: read: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var data []byte
+		if err := rows.Scan(&seq, &data); err != nil {
+			return fmt.Errorf("durable/sqlite: read: %w", err)
+		}
+		if data == nil {
+			data = []byte{}
+		}
+		f(seq, data)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("durable/sqlite: read: %w", err)
+	}
+	return nil
+}
+
+// logState returns the tail of runID's log and whether it is closed; ok is
+// false when the run has no log.
+func (s *Store) logState(ctx context.Context, runID string) (last int64, closed, ok bool, err error) {
+	var closedAt sql.NullInt64
+	err = s.r.QueryRowContext(ctx, `SELECT last_seq, closed_at FROM goai_logs WHERE run_id = ?`, runID).Scan(&last, &closedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, false, nil
+	}
+	if err != nil {
+		return 0, false, false, fmt.Errorf("durable/sqlite: read: %w", err)
+	}
+	return last, closedAt.Valid, true, nil
+}
+
+// errQuiet ends a read without an error: its context is done.
+var errQuiet = errors.New("quiet")
+
+// state is one consistent view of a log: its tail, whether it is closed,
+// and a page of the entries after some seq. States are shared between
+// coalesced readers and must not be modified.
+type state struct {
+	exists  bool
+	last    int64
+	closed  bool
+	entries []durable.Entry
+}
+
+type fetchKey struct {
+	run   string
+	after int64
+}
+
+// fetch reads the state of runID's log with up to ReadPage entries after
+// seq after, in one statement (one snapshot). Tailers woken together share
+// one query, under the rules of package flight, so that none can be handed
+// a state that predates its wait and park on a wake-up that already
+// happened.
+func (s *Store) fetch(ctx context.Context, runID string, after int64, tok flight.Token) (*state, error) {
+	return s.flight.Do(ctx, fetchKey{runID, after}, tok, func(ctx context.Context) (*state, error) {
+		rows, err := s.r.QueryContext(ctx, `
+			SELECT l.last_seq, l.closed_at IS NOT NULL, e.seq, e.data
+			FROM goai_logs l
+			LEFT JOIN goai_entries e ON e.run_id = l.run_id AND e.seq > ? AND e.seq <= l.last_seq
+			WHERE l.run_id = ?
+			ORDER BY e.seq LIMIT ?`, after, runID, s.opts.ReadPage)
+		if err != nil {
+			return nil, fmt.Errorf("durable/sqlite: read: %w", err)
+		}
+		defer rows.Close()
+		st := &state{}
+		for rows.Next() {
+			var seq sql.NullInt64
+			var data []byte
+			if err := rows.Scan(&st.last, &st.closed, &seq, &data); err != nil {
+				return nil, fmt.Errorf("durable/sqlite: read: %w", err)
+			}
+			st.exists = true
+			if seq.Valid {
+				if data == nil {
+					data = []byte{}
+				}
+				st.entries = append(st.entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, seq.Int64), Data: data})
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("durable/sqlite: read: %w", err)
+		}
+		return st, nil
+	})
+}
+
+// Read implements durable.Log.
+func (s *Store) Read(ctx context.Context, runID, after string) iter.Seq2[durable.Entry, error] {
+	return func(yield func(durable.Entry, error) bool) {
+		pos, err := s.start(ctx, runID, after)
+		if err != nil {
+			if err != errQuiet && ctx.Err() == nil {
+				yield(durable.Entry{}, err)
+			}
+			return
+		}
+		for {
+			wake, release := s.hub.Wait(runID)
+			tok := s.flight.Token(wake)
+			if s.isClosed() {
+				release()
+				yield(durable.Entry{}, durable.ErrStoreClosed)
+				return
+			}
+			st, err := s.fetch(ctx, runID, pos, tok)
+			if err == nil && (!st.exists || (pos < st.last && len(st.entries) == 0)) {
+				err = fmt.Errorf("%w: run %q was pruned during the read", durable.ErrRunNotFound, runID)
+			}
+			if err != nil {
+				release()
+				if ctx.Err() == nil {
+					yield(durable.Entry{}, err)
+				}
+				return
+			}
+			for _, e := range st.entries {
+				if ctx.Err() != nil || !yield(e, nil) {
+					release()
+					return
+				}
+				pos++
+			}
+			switch {
+			case pos < st.last:
+				release()
+				continue // more pages
+			case st.closed:
+				release()
+				return
+			}
+			if !s.park(ctx, wake) {
+				release()
+				return
+			}
+			release()
+		}
+	}
+}
+
+// park waits for a wake-up (or the poll interval); false means ctx is done.
+func (s *Store) park(ctx context.Context, wake <-chan struct{}) bool {
+	var poll <-chan time.Time
+	if s.opts.PollInterval > 0 {
+		t := time.NewTimer(s.opts.PollInterval)
+		defer t.Stop()
+		poll = t.C
+	}
+	select {
+	case <-wake:
+		return true
+	case <-poll:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// start resolves after to the seq a read continues from.
+func (s *Store) start(ctx context.Context, runID, after string) (int64, error) {
+	if err := durable.CheckRunID(runID); err != nil {
+		return 0, err
+	}
+	if s.isClosed() {
+		return 0, durable.ErrStoreClosed
+	}
+	if after != durable.FromStart && after != durable.Now {
+		seq, err := durable.ParseOffset(scheme, runID, after)
+		if err != nil {
+			return 0, err
+		}
+		last, _, ok, err := s.logState(ctx, runID)
+		switch {
+		case err != nil:
+			return 0, err
+		case !ok:
+			return 0, fmt.Errorf("%w: run %q (unknown or expired)", durable.ErrRunNotFound, runID)
+		case seq > last:
+			return 0, durable.FutureOffsetError(runID, after)
+		}
+		return seq, nil
+	}
+	var deadline <-chan time.Time
+	if s.opts.FirstChunkDeadline > 0 {
+		t := time.NewTimer(s.opts.FirstChunkDeadline)
+		defer t.Stop()
+		deadline = t.C
+	}
+	start := int64(-1)
+	for {
+		wake, release := s.hub.Wait(runID)
+		last, closed, ok, err := s.logState(ctx, runID)
+		if err != nil {
+			release()
+			return 0, err
+		}
+		if start < 0 {
+			start = 0
+			if after == durable.Now {
+				start = last
+			}
+		}
+		if ok && (last > 0 || closed) {
+			release()
+			return start, nil
+		}
+		if s.isClosed() {
+			release()
+			return 0, durable.ErrStoreClosed
+		}
+		var poll <-chan time.Time
+		if s.opts.PollInterval > 0 {
+			poll = time.After(s.opts.PollInterval)
+		}
+		select {
+		case <-wake:
+		case <-poll:
+		case <-deadline:
+			release()
+			return 0, fmt.Errorf("%w: run %q produced no data within %v", durable.ErrRunNotFound, runID, s.opts.FirstChunkDeadline)
+		case <-ctx.Done():
+			release()
+			return 0, errQuiet
+		}
+		release()
+	}
+}
+
+// Upsert implements durable.Upserter.
+func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entry) ([]string, error) {
+	if err := durable.CheckRunID(runID); err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return []string{}, nil
+	}
+	now := s.opts.Now().UnixMilli()
+	err := s.exec(ctx, runID, func(tx *sql.Tx) error {
+		var last int64
+		var closed sql.NullInt64
+		err := tx.QueryRow(`SELECT last_seq, closed_at FROM goai_logs WHERE run_id = ?`, runID).Scan(&last, &closed)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("durable/sqlite: upsert: %w", err)
+		case closed.Valid:
+			return fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
+		}
+		seqs, err := durable.PlanUpsert(scheme, runID, last, entries)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES (?, 0, ?) ON CONFLICT (run_id) DO NOTHING`, runID, now); err != nil {
+			return fmt.Errorf("durable/sqlite: upsert: %w", err)
+		}
+		tail := last
+		for i, e := range entries {
+			data := e.Data
+			if data == nil {
+				data = []byte{}
+			}
+			if _, err := tx.Exec(`INSERT INTO goai_entries (run_id, seq, data) VALUES (?, ?, ?)
+				ON CONFLICT (run_id, seq) DO UPDATE SET data = excluded.data`, runID, seqs[i], data); err != nil {
+				return fmt.Errorf("durable/sqlite: upsert: %w", err)
+			}
+			tail = max(tail, seqs[i])
+		}
+		if _, err := tx.Exec(`UPDATE goai_logs SET last_seq = ? WHERE run_id = ?`, tail, runID); err != nil {
+			return fmt.Errorf("durable/sqlite: upsert: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.Offset
+	}
+	return out, nil
+}
+
+// Prune implements durable.Pruner.
+func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+	var n int
+	err := s.exec(ctx, "", func(tx *sql.Tx) error {
+		c := cutoff.UnixMilli()
+		for _, q := range []string{
+			`DELETE FROM goai_entries WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
+			`DELETE FROM goai_producers WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
+		} {
+			if _, err := tx.Exec(q, c); err != nil {
+				return fmt.Errorf("durable/sqlite: prune: %w", err)
+			}
+		}
+		res, err := tx.Exec(`DELETE FROM goai_logs WHERE closed_at <= ?`, c)
+		if err != nil {
+			return fmt.Errorf("durable/sqlite: prune: %w", err)
+		}
+		m, err := res.RowsAffected()
+		n = int(m)
+		return err
+	})
+	return n, err
+}

@@ -1,0 +1,233 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/goai-sdk/goai/durable"
+)
+
+const runColumns = `run_id, thread_id, status, started_at, finished_at, error_message, error_code, usage,
+	sandbox_key, detached_since, cancel_requested, driver_epoch`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(sc scanner) (durable.RunRecord, error) {
+	var (
+		r                            durable.RunRecord
+		status                       string
+		started                      int64
+		finished, detached, epoch    sql.NullInt64
+		errMsg, errCode, usage, sbox sql.NullString
+		cancel                       sql.NullBool
+	)
+	if err := sc.Scan(&r.RunID, &r.ThreadID, &status, &started, &finished, &errMsg, &errCode, &usage,
+		&sbox, &detached, &cancel, &epoch); err != nil {
+		return r, err
+	}
+	r.Status = durable.RunStatus(status)
+	r.StartedAt = time.UnixMilli(started).UTC()
+	if finished.Valid {
+		r.FinishedAt = durable.Ptr(time.UnixMilli(finished.Int64).UTC())
+	}
+	if errMsg.Valid {
+		r.Error = &durable.RunError{Message: errMsg.String, Code: errCode.String}
+	}
+	if usage.Valid {
+		r.Usage = json.RawMessage(usage.String)
+	}
+	if sbox.Valid {
+		r.SandboxKey = durable.Ptr(sbox.String)
+	}
+	if detached.Valid {
+		r.DetachedSince = durable.Ptr(time.UnixMilli(detached.Int64).UTC())
+	}
+	if cancel.Valid {
+		r.CancelRequested = durable.Ptr(cancel.Bool)
+	}
+	if epoch.Valid {
+		r.DriverEpoch = durable.Ptr(epoch.Int64)
+	}
+	return r, nil
+}
+
+// runArgs returns the column values of r in runColumns order.
+func runArgs(r durable.RunRecord) []any {
+	var finished, detached, epoch, errMsg, errCode, usage, sbox, cancel any
+	if r.FinishedAt != nil {
+		finished = r.FinishedAt.UnixMilli()
+	}
+	if r.Error != nil {
+		errMsg = r.Error.Message
+		if r.Error.Code != "" {
+			errCode = r.Error.Code
+		}
+	}
+	if r.Usage != nil {
+		usage = string(r.Usage)
+	}
+	if r.SandboxKey != nil {
+		sbox = *r.SandboxKey
+	}
+	if r.DetachedSince != nil {
+		detached = r.DetachedSince.UnixMilli()
+	}
+	if r.CancelRequested != nil {
+		cancel = *r.CancelRequested
+	}
+	if r.DriverEpoch != nil {
+		epoch = *r.DriverEpoch
+	}
+	return []any{r.RunID, r.ThreadID, string(r.Status), r.StartedAt.UnixMilli(), finished, errMsg, errCode, usage,
+		sbox, detached, cancel, epoch}
+}
+
+func getTx(tx *sql.Tx, runID string) (durable.RunRecord, bool, error) {
+	r, err := scanRun(tx.QueryRow(`SELECT `+runColumns+` FROM goai_runs WHERE run_id = ?`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("durable/sqlite: %w", err)
+	}
+	return r, true, nil
+}
+
+func putTx(tx *sql.Tx, r durable.RunRecord) error {
+	_, err := tx.Exec(`UPDATE goai_runs SET (`+runColumns+`) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE run_id = ?`,
+		append(runArgs(r), r.RunID)...)
+	if err != nil {
+		return fmt.Errorf("durable/sqlite: update run: %w", err)
+	}
+	return nil
+}
+
+// CreateOrResume implements durable.RunStore.
+func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (durable.RunRecord, error) {
+	if err := durable.CheckRunID(rec.RunID); err != nil {
+		return rec, err
+	}
+	if rec.Status == "" {
+		rec.Status = durable.StatusRunning
+	}
+	if !rec.Status.Valid() {
+		return durable.RunRecord{}, fmt.Errorf("durable: invalid run status %q", rec.Status)
+	}
+	var out durable.RunRecord
+	err := s.exec(ctx, "", func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`INSERT INTO goai_runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (run_id) DO NOTHING`, runArgs(rec)...); err != nil {
+			return fmt.Errorf("durable/sqlite: create run: %w", err)
+		}
+		var err error
+		out, _, err = getTx(tx, rec.RunID)
+		return err
+	})
+	return out, err
+}
+
+// Get implements durable.RunStore.
+func (s *Store) Get(ctx context.Context, runID string) (durable.RunRecord, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM goai_runs WHERE run_id = ?`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("%w: %q", durable.ErrRunNotFound, runID)
+	}
+	if err != nil {
+		return r, fmt.Errorf("durable/sqlite: get run: %w", err)
+	}
+	return r, nil
+}
+
+// Update implements durable.RunStore.
+func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch) error {
+	if err := patch.Validate(); err != nil {
+		return err
+	}
+	return s.exec(ctx, "", func(tx *sql.Tx) error {
+		r, ok, err := getTx(tx, runID)
+		if err != nil || !ok {
+			return err
+		}
+		if patch.IfEpoch > 0 {
+			var observed int64
+			if r.DriverEpoch != nil {
+				observed = *r.DriverEpoch
+			}
+			if observed != patch.IfEpoch {
+				return &durable.ClaimLostError{RunID: runID, Held: patch.IfEpoch, Observed: observed}
+			}
+		}
+		patch.Apply(&r)
+		return putTx(tx, r)
+	})
+}
+
+// Claim implements durable.RunStore.
+func (s *Store) Claim(ctx context.Context, runID string) (durable.Claim, error) {
+	var c durable.Claim
+	err := s.exec(ctx, "", func(tx *sql.Tx) error {
+		r, ok, err := getTx(tx, runID)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimUnknown}
+		case r.Status.Terminal():
+			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTerminal}
+		}
+		epoch := int64(1)
+		if r.DriverEpoch != nil {
+			epoch = *r.DriverEpoch + 1
+		}
+		if _, err := tx.Exec(`UPDATE goai_runs SET driver_epoch = ? WHERE run_id = ?`, epoch, runID); err != nil {
+			return fmt.Errorf("durable/sqlite: claim: %w", err)
+		}
+		c = durable.Claim{RunID: runID, Epoch: epoch}
+		return nil
+	})
+	return c, err
+}
+
+func (s *Store) list(ctx context.Context, query string, args ...any) ([]durable.RunRecord, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+runColumns+` FROM goai_runs WHERE `+query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("durable/sqlite: list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []durable.RunRecord{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("durable/sqlite: list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("durable/sqlite: list runs: %w", err)
+	}
+	return out, nil
+}
+
+// FindActiveRun implements durable.RunStore.
+func (s *Store) FindActiveRun(ctx context.Context, threadID string) (durable.RunRecord, bool, error) {
+	rs, err := s.list(ctx, `thread_id = ? AND status = 'running' ORDER BY started_at DESC, id DESC LIMIT 1`, threadID)
+	if err != nil || len(rs) == 0 {
+		return durable.RunRecord{}, false, err
+	}
+	return rs[0], true, nil
+}
+
+// ListByThread implements durable.RunStore.
+func (s *Store) ListByThread(ctx context.Context, threadID string) ([]durable.RunRecord, error) {
+	return s.list(ctx, `thread_id = ? ORDER BY started_at, id`, threadID)
+}
+
+// ListReclaimable implements durable.RunStore.
+func (s *Store) ListReclaimable(ctx context.Context, now time.Time, ttl time.Duration) ([]durable.RunRecord, error) {
+	return s.list(ctx, `status = 'running' AND detached_since IS NOT NULL AND detached_since <= ? ORDER BY detached_since, id`,
+		now.Add(-ttl).UnixMilli())
+}

@@ -1,0 +1,173 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goai-sdk/goai/durable"
+	"github.com/goai-sdk/goai/durable/durabletest"
+	"github.com/goai-sdk/goai/durable/sqlite"
+	"go.uber.org/goleak"
+)
+
+func open(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+func newStore(t *testing.T) *sqlite.Store {
+	return open(t, filepath.Join(t.TempDir(), "durable.db"))
+}
+
+var paths = map[durable.Log]string{}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformance(t *testing.T) {
+	durabletest.Run(t, func(t *testing.T) durable.Log {
+		path := filepath.Join(t.TempDir(), "durable.db")
+		s := open(t, path)
+		paths[s] = path
+		return s
+	}, &durabletest.Options{
+		Reopen: func(t *testing.T, l durable.Log) durable.Log { return open(t, paths[l]) },
+	})
+}
+
+func TestRunStoreConformance(t *testing.T) {
+	durabletest.RunStore(t, func(t *testing.T) durable.Store { return newStore(t) }, nil)
+}
+
+// The log and the records survive a restart: reopening the file serves
+// everything, and an open log can be continued and closed.
+func TestSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "durable.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := s.Append(ctx, "r", [][]byte{[]byte("a"), []byte("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateOrResume(ctx, durable.RunRecord{RunID: "r", ThreadID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + "-wal"); err != nil {
+		t.Fatalf("no write-ahead log next to the database: %v", err)
+	}
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range s.Read(ctx, "r", durable.FromStart) {
+		if !errors.Is(err, durable.ErrStoreClosed) {
+			t.Fatalf("read after shutdown: %v, want ErrStoreClosed", err)
+		}
+	}
+	if _, err := s.Append(ctx, "r", [][]byte{[]byte("x")}); !errors.Is(err, durable.ErrStoreClosed) {
+		t.Fatalf("append after shutdown: %v, want ErrStoreClosed", err)
+	}
+
+	s2 := open(t, path)
+	more, err := s2.Append(ctx, "r", [][]byte{[]byte("c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if more[0] == offs[0] || more[0] == offs[1] {
+		t.Fatalf("offset %q reused after restart", more[0])
+	}
+	if err := s2.Close(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for e, err := range s2.Read(ctx, "r", offs[0]) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(e.Data))
+	}
+	if len(got) != 2 || got[0] != "b" || got[1] != "c" {
+		t.Fatalf("after restart read %q, want [b c]", got)
+	}
+	rec, err := s2.Get(ctx, "r")
+	if err != nil || rec.DriverEpoch == nil || *rec.DriverEpoch != 1 {
+		t.Fatalf("record after restart: %+v, %v", rec, err)
+	}
+}
+
+func BenchmarkSQLite(b *testing.B) {
+	durabletest.Bench(b, func(tb testing.TB) durable.Log {
+		return open(tb, filepath.Join(tb.TempDir(), "durable.db"))
+	})
+}
+
+// TestCrashRecovery appends from a child process that dies without shutting
+// the store down (os.Exit right after the acknowledged appends), then
+// reopens the file: every acknowledged entry is there and the open log can
+// be continued.
+func TestCrashRecovery(t *testing.T) {
+	if path := os.Getenv("GOAI_SQLITE_CRASH_CHILD"); path != "" {
+		s, err := sqlite.Open(path, nil)
+		if err != nil {
+			fmt.Println("open:", err)
+			os.Exit(2)
+		}
+		ctx := context.Background()
+		for i := range 50 {
+			offs, err := s.Append(ctx, "crash", [][]byte{fmt.Appendf(nil, "%d", 2*i), fmt.Appendf(nil, "%d", 2*i+1)})
+			if err != nil {
+				fmt.Println("append:", err)
+				os.Exit(2)
+			}
+			fmt.Println(offs[1]) // acknowledged
+		}
+		os.Exit(0) // no Shutdown: the writer and connections just die
+	}
+	path := filepath.Join(t.TempDir(), "crash.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashRecovery$")
+	cmd.Env = append(os.Environ(), "GOAI_SQLITE_CRASH_CHILD="+path)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	acked := strings.Fields(string(out))
+	if len(acked) != 50 {
+		t.Fatalf("child acknowledged %d appends: %q", len(acked), out)
+	}
+	s := open(t, path)
+	ctx := context.Background()
+	snap, err := s.Snapshot(ctx, "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap) != 100 || snap[99].Offset != acked[49] {
+		t.Fatalf("after the crash: %d entries, last %q; want 100, last %q", len(snap), snap[len(snap)-1].Offset, acked[49])
+	}
+	for i, e := range snap {
+		if string(e.Data) != fmt.Sprint(i) {
+			t.Fatalf("entry %d = %q", i, e.Data)
+		}
+	}
+	if _, err := s.Append(ctx, "crash", [][]byte{[]byte("100")}); err != nil {
+		t.Fatal(err)
+	}
+}
