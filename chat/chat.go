@@ -225,6 +225,8 @@ type run struct {
 	terminalHookCalled  bool
 	middlewareAborted   bool
 
+	so *structuredState // nil unless Options.OutputSchema is set
+
 	caps  map[CapabilityKey]any
 	capMu sync.Mutex
 
@@ -299,6 +301,7 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 	}
 	r.syncContext()
 	r.mctx.Metadata = opts.Metadata
+	r.so = newStructuredState(opts)
 	r.provideRuntime()
 	return r
 }
@@ -359,6 +362,15 @@ func now() int64 { return time.Now().UnixMilli() }
 func (r *run) execute() {
 	r.log.Log(CatAgentLoop, "run started", slog.String("threadId", r.threadID))
 	err := r.body()
+	var rerr *ResumeError
+	if errors.As(err, &rerr) && !r.terminalHookCalled {
+		// A rejected resume: onError, then one RUN_ERROR; nothing ran.
+		r.terminalHookCalled = true
+		r.log.Log(CatErrors, "chat interrupt resume failed", slog.String("error", err.Error()))
+		r.runOnError(&RunError{Message: rerr.Error(), Code: rerr.Code()})
+		r.emit(r.resumeErrorEvent(rerr))
+		err = nil
+	}
 	if err != nil && !r.terminalHookCalled {
 		r.terminalHookCalled = true
 		var ae *abortError
@@ -433,7 +445,8 @@ func (r *run) body() error {
 	if err != nil || wait {
 		return err
 	}
-	for {
+	skipLoop := r.so != nil && !r.so.combined && len(r.tools) == 0
+	for !skipLoop {
 		if r.earlyTermination || r.cancelled() {
 			break
 		}
@@ -462,7 +475,7 @@ func (r *run) body() error {
 			if r.shouldExecuteToolPhase() {
 				r.heldToolFinished = append(r.heldToolFinished, r.heldModelFinished...)
 				r.heldModelFinished = nil
-			} else {
+			} else if r.so == nil || !r.so.combined {
 				r.flushHeld(&r.heldModelFinished)
 			}
 			r.cycle = cycleTools
@@ -488,6 +501,21 @@ func (r *run) body() error {
 	r.log.Log(CatAgentLoop, "run finished", slog.String("finishReason", r.lastFinishReason))
 	if r.cancelled() || r.toolPhase == "wait" || r.terminalHookCalled {
 		return nil
+	}
+	if r.so != nil && r.finalizationError == nil && !r.earlyTermination {
+		if r.so.combined {
+			if err := r.harvestCombined(); err != nil {
+				return err
+			}
+			if r.finalizationError == nil && !r.cancelled() {
+				r.flushHeld(&r.heldModelFinished)
+			}
+		} else if err := r.structuredFinalization(); err != nil {
+			return err
+		}
+		if r.cancelled() {
+			return nil
+		}
 	}
 	if r.finalizationError != nil {
 		r.terminalHookCalled = true
@@ -583,7 +611,13 @@ func (r *run) streamModelTurn() error {
 			r.log.Log(CatProvider, "chunk", slog.Any("chunk", raw))
 		}
 		r.handleRaw(&raw)
-		if err := r.chunkChain(&raw, 0, true); err != nil {
+		out := raw
+		if r.so != nil && r.so.combined {
+			if out, err = r.structuredModelChunk(&raw); err != nil {
+				return err
+			}
+		}
+		if err := r.chunkChain(&out, 0, true); err != nil {
 			return err
 		}
 		if raw.Type == agui.RunFinished && raw.Usage != nil {
@@ -623,7 +657,15 @@ func (r *run) buildRequest() *Request {
 		ParentRunID:   r.opts.ParentRunID,
 		Capabilities:  r.mctx,
 		Approvals:     approvals,
+		OutputSchema:  r.combinedSchema(),
 	}
+}
+
+func (r *run) combinedSchema() json.RawMessage {
+	if r.so != nil && r.so.combined {
+		return r.so.schema
+	}
+	return nil
 }
 
 // handleRaw updates engine state from the raw adapter chunk, before any
@@ -798,6 +840,9 @@ func (r *run) emitPublic(ev *agui.Event, modelTurn bool) {
 }
 
 func (r *run) emitNormalized(n agui.Event, modelTurn bool) {
+	if modelTurn && r.so != nil && !r.so.combined && (n.Type == agui.RunStarted || n.Type == agui.RunFinished) {
+		return // path A: the finalization call's pair brackets the run
+	}
 	if modelTurn && n.Type == agui.RunFinished {
 		r.heldModelFinished = append(r.heldModelFinished, n)
 		return
@@ -867,6 +912,19 @@ func (r *run) addAssistantToolCallMessage(calls []agui.ToolCall) {
 
 func (r *run) addTerminalAssistantMessage() {
 	r.finalizeThinking()
+	if so := r.structuredMessage(); so != nil {
+		id := r.so.messageID
+		if id == "" {
+			id = r.currentMessageID
+		}
+		if id != r.currentMessageID && len(r.accumulated) > 0 {
+			r.messages = append(r.messages, agui.ModelMessage{Role: agui.RoleAssistant, ID: r.currentMessageID,
+				Content: agui.Text(string(r.accumulated)), Thinking: r.thinking})
+		}
+		r.messages = append(r.messages, agui.ModelMessage{Role: agui.RoleAssistant, ID: id, Content: agui.Text(r.so.raw), StructuredOutput: so})
+		r.mctx.Messages = r.messages
+		return
+	}
 	for _, m := range r.messages {
 		if m.Role == agui.RoleAssistant && m.ID == r.currentMessageID {
 			return

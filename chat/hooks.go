@@ -79,26 +79,24 @@ func (r *run) currentConfig() Config {
 
 // runConfig pipes the config through every OnConfig and applies it.
 func (r *run) runConfig() error {
-	has := false
-	for _, m := range r.mws {
-		if m.OnConfig != nil {
-			has = true
-			break
-		}
+	cfg, err := r.pipeConfig(r.currentConfig())
+	if err != nil {
+		return err
 	}
-	if !has {
-		return nil
-	}
-	cfg := r.currentConfig()
+	return r.applyConfig(cfg)
+}
+
+// pipeConfig runs OnConfig hooks over cfg in order.
+func (r *run) pipeConfig(cfg Config) (Config, error) {
 	for _, m := range r.mws {
 		if m.OnConfig == nil {
 			continue
 		}
 		if err := r.callHook(m, "onConfig", func() error { return m.OnConfig(r.mctx, &cfg) }); err != nil {
-			return err
+			return cfg, err
 		}
 	}
-	return r.applyConfig(cfg)
+	return cfg, nil
 }
 
 func (r *run) applyConfig(cfg Config) error {

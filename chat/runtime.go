@@ -302,43 +302,4 @@ func approvalResponseSchema(input, approval json.RawMessage) any {
 	}}
 }
 
-// applyResume turns the resume batch into approvals, client results and
-// cancellations for the pending calls in history.
-func (r *run) applyResume() error {
-	for _, item := range r.resume {
-		switch {
-		case len(item.InterruptID) > len("approval_") && item.InterruptID[:len("approval_")] == "approval_":
-			callID := item.InterruptID[len("approval_"):]
-			if item.Status == "cancelled" {
-				r.cancelledIDs[callID] = true
-				continue
-			}
-			d := approvalDecision{}
-			var b bool
-			if json.Unmarshal(item.Payload, &b) == nil {
-				d.approved = b
-			} else {
-				var obj struct {
-					Approved   bool            `json:"approved"`
-					EditedArgs json.RawMessage `json:"editedArgs"`
-					Payload    json.RawMessage `json:"payload"`
-				}
-				if err := json.Unmarshal(item.Payload, &obj); err != nil {
-					return &RunError{Message: fmt.Sprintf("invalid approval payload for %s", item.InterruptID), Code: "invalid-payload"}
-				}
-				d = approvalDecision{approved: obj.Approved, editedArgs: obj.EditedArgs, payload: obj.Payload}
-			}
-			r.approvals[item.InterruptID] = d
-		case len(item.InterruptID) > len("client_tool_") && item.InterruptID[:len("client_tool_")] == "client_tool_":
-			callID := item.InterruptID[len("client_tool_"):]
-			if item.Status == "cancelled" {
-				r.cancelledIDs[callID] = true
-				continue
-			}
-			r.clientResults[callID] = item.Payload
-		}
-	}
-	return nil
-}
-
 var _ = context.Background
