@@ -98,6 +98,12 @@ func (w *Writer) WriteID(id string, e *Event) error {
 	if w.terminal {
 		return nil // nothing may follow a run's terminal event
 	}
+	if w.held != nil && e.Type == Custom {
+		// Side-channel events (file events, progress) that arrive after a
+		// turn's RUN_FINISHED still belong to the run: send them and keep
+		// holding, so the run's terminal event stays last.
+		return w.frame(id, e)
+	}
 	if w.held != nil {
 		turn := turnFinished(w.held)
 		heldID := w.heldID

@@ -227,6 +227,8 @@ type run struct {
 
 	so *structuredState // nil unless Options.OutputSchema is set
 
+	chunk agui.Event // the model chunk in flight (see streamModelTurn)
+
 	caps  map[CapabilityKey]any
 	capMu sync.Mutex
 
@@ -395,9 +397,16 @@ func (r *run) execute() {
 	}
 }
 
-// finish waits for sandbox hooks and runs deferred work.
+// finish waits for sandbox hooks, delivers events queued during the
+// terminal hooks (a sandbox draining its watcher), and runs deferred work.
 func (r *run) finish() {
 	r.hookWG.Wait()
+	if !r.stopped {
+		if err := r.drainQueue(); err != nil {
+			r.log.Log(CatErrors, "delivering queued events after the run failed: "+err.Error())
+		}
+		r.hookWG.Wait()
+	}
 	r.deferMu.Lock()
 	fns := r.deferred
 	r.deferred = nil
@@ -611,13 +620,15 @@ func (r *run) streamModelTurn() error {
 			r.log.Log(CatProvider, "chunk", slog.Any("chunk", raw))
 		}
 		r.handleRaw(&raw)
-		out := raw
+		// The chunk travels through the hooks by pointer; a run-owned slot
+		// keeps that from costing a heap copy per chunk.
+		r.chunk = raw
 		if r.so != nil && r.so.combined {
-			if out, err = r.structuredModelChunk(&raw); err != nil {
+			if r.chunk, err = r.structuredModelChunk(&raw); err != nil {
 				return err
 			}
 		}
-		if err := r.chunkChain(&out, 0, true); err != nil {
+		if err := r.chunkChain(&r.chunk, 0, true); err != nil {
 			return err
 		}
 		if raw.Type == agui.RunFinished && raw.Usage != nil {

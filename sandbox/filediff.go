@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Baseline captures the session's git baseline: `git rev-parse HEAD` run in
@@ -116,7 +117,16 @@ func (e *FileHookEvent) Diff(ctx context.Context) string {
 	if content == "" {
 		return ""
 	}
+	// The ignore check and the tracked-ness probe are independent: run
+	// them together, then read the answers in order.
+	var (
+		probe    ExecResult
+		probeErr error
+		wg       sync.WaitGroup
+	)
+	wg.Go(func() { probe, probeErr = e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root}) })
 	ci, err := e.handle.Exec(ctx, "git check-ignore -q -- "+Quote(rel), ExecOptions{Dir: e.root})
+	wg.Wait()
 	switch {
 	case err != nil:
 		logWarn(e.logger, "sandbox diff() check-ignore failed", "path", e.Path, "error", err)
@@ -126,9 +136,8 @@ func (e *FileHookEvent) Diff(ctx context.Context) string {
 	case ci.ExitCode != 1:
 		logWarn(e.logger, "sandbox diff() check-ignore non-zero exit", "path", e.Path, "exitCode", ci.ExitCode, "stderr", ci.Stderr)
 	}
-	probe, err := e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root})
-	if err != nil {
-		logWarn(e.logger, "sandbox diff() tracked-ness probe failed", "path", e.Path, "error", err)
+	if probeErr != nil {
+		logWarn(e.logger, "sandbox diff() tracked-ness probe failed", "path", e.Path, "error", probeErr)
 		return ""
 	}
 	if probe.ExitCode == 0 {

@@ -23,53 +23,58 @@ type FileEvent struct {
 }
 
 // FileSnapshot maps file paths to a signature ("<mtime>\t<size>") and keeps
-// insertion order, which diffSnapshots walks.
+// insertion order, which DiffSnapshots walks.
 type FileSnapshot struct {
-	paths []string
-	sigs  map[string]string
+	entries []snapEntry
+	index   map[string]int
 }
+
+type snapEntry struct{ path, sig string }
 
 // NewFileSnapshot returns an empty snapshot with room for n entries.
 func NewFileSnapshot(n int) *FileSnapshot {
-	return &FileSnapshot{paths: make([]string, 0, n), sigs: make(map[string]string, n)}
+	return &FileSnapshot{entries: make([]snapEntry, 0, n), index: make(map[string]int, n)}
 }
 
 // Set records path with signature sig.
 func (s *FileSnapshot) Set(path, sig string) {
-	if _, ok := s.sigs[path]; !ok {
-		s.paths = append(s.paths, path)
+	if i, ok := s.index[path]; ok {
+		s.entries[i].sig = sig
+		return
 	}
-	s.sigs[path] = sig
+	s.index[path] = len(s.entries)
+	s.entries = append(s.entries, snapEntry{path, sig})
 }
 
 // Get returns the signature of path.
 func (s *FileSnapshot) Get(path string) (string, bool) {
-	sig, ok := s.sigs[path]
-	return sig, ok
+	i, ok := s.index[path]
+	if !ok {
+		return "", false
+	}
+	return s.entries[i].sig, true
 }
 
 // Len is the number of paths.
-func (s *FileSnapshot) Len() int { return len(s.sigs) }
+func (s *FileSnapshot) Len() int { return len(s.entries) }
 
 // Paths returns the paths in insertion order.
 func (s *FileSnapshot) Paths() []string {
-	out := make([]string, 0, len(s.sigs))
-	for _, p := range s.paths {
-		if _, ok := s.sigs[p]; ok {
-			out = append(out, p)
-		}
+	out := make([]string, len(s.entries))
+	for i, e := range s.entries {
+		out[i] = e.path
 	}
 	return out
 }
 
-// merge returns a copy of s overlaid with o (o's order after s's).
+// merge returns a copy of s overlaid with o (o's new paths after s's).
 func (s *FileSnapshot) merge(o *FileSnapshot) *FileSnapshot {
 	m := NewFileSnapshot(s.Len() + o.Len())
-	for _, p := range s.paths {
-		m.Set(p, s.sigs[p])
+	for _, e := range s.entries {
+		m.Set(e.path, e.sig)
 	}
-	for _, p := range o.paths {
-		m.Set(p, o.sigs[p])
+	for _, e := range o.entries {
+		m.Set(e.path, e.sig)
 	}
 	return m
 }
@@ -116,25 +121,25 @@ func ParseFindOutput(out string) *FileSnapshot {
 // All events share ts; paths are joined to root. It is pure.
 func DiffSnapshots(root string, prev, next *FileSnapshot, ts time.Time) []FileEvent {
 	var evs []FileEvent
-	for _, p := range next.paths {
-		sig, ok := next.sigs[p]
-		if !ok {
-			continue
-		}
-		old, had := prev.sigs[p]
+	matched := 0
+	for _, e := range next.entries {
+		i, had := prev.index[e.path]
 		switch {
 		case !had:
-			evs = append(evs, FileEvent{Type: FileCreate, Path: joinRoot(root, p), Timestamp: ts})
-		case old != sig:
-			evs = append(evs, FileEvent{Type: FileChange, Path: joinRoot(root, p), Timestamp: ts})
+			evs = append(evs, FileEvent{Type: FileCreate, Path: joinRoot(root, e.path), Timestamp: ts})
+		default:
+			matched++
+			if prev.entries[i].sig != e.sig {
+				evs = append(evs, FileEvent{Type: FileChange, Path: joinRoot(root, e.path), Timestamp: ts})
+			}
 		}
 	}
-	for _, p := range prev.paths {
-		if _, ok := prev.sigs[p]; !ok {
-			continue
-		}
-		if _, ok := next.sigs[p]; !ok {
-			evs = append(evs, FileEvent{Type: FileDelete, Path: joinRoot(root, p), Timestamp: ts})
+	if matched == len(prev.entries) {
+		return evs // every previous path is still there: no deletes
+	}
+	for _, e := range prev.entries {
+		if _, ok := next.index[e.path]; !ok {
+			evs = append(evs, FileEvent{Type: FileDelete, Path: joinRoot(root, e.path), Timestamp: ts})
 		}
 	}
 	return evs

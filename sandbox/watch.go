@@ -64,7 +64,6 @@ type Watcher struct {
 	mode     WatchMode
 	cancel   context.CancelFunc
 	done     chan struct{}
-	sub      Subscription
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -76,6 +75,8 @@ func (w *Watcher) Mode() WatchMode { return w.mode }
 // Stop stops the watcher and waits for it: OnEvent is not called after Stop
 // returns. Events still being coalesced are delivered first. It is
 // idempotent and returns the native subscription's stop error, if any.
+// Cancelling the context passed to WatchWorkspace stops the watcher too
+// (Stop then only waits).
 func (w *Watcher) Stop() error {
 	w.stopOnce.Do(func() {
 		if w.cancel == nil {
@@ -83,9 +84,6 @@ func (w *Watcher) Stop() error {
 		}
 		w.cancel()
 		<-w.done
-		if w.sub != nil {
-			w.stopErr = w.sub.Stop()
-		}
 	})
 	return w.stopErr
 }
@@ -126,9 +124,17 @@ func WatchWorkspace(ctx context.Context, h Handle, opts WatchOptions) (*Watcher,
 		n := newNativeWatch(h, opts)
 		sub, err := nw.Watch(wctx, opts.Root, NativeWatchOptions{Ignore: opts.Ignore}, n.push(wctx))
 		if err == nil {
-			w.mode, w.sub = WatchNative, sub
+			w.mode = WatchNative
 			n.seed(wctx)
-			go func() { defer close(w.done); n.loop(wctx) }()
+			go func() {
+				defer close(w.done)
+				n.loop(wctx)
+				// Stopped by Stop or by ctx: release the native watch.
+				if err := sub.Stop(); err != nil {
+					w.stopErr = err
+					logWarn(opts.Logger, "sandbox watch: native subscription.stop() failed", "root", opts.Root, "error", err)
+				}
+			}()
 			return w, nil
 		}
 		if opts.Mode == WatchNative {
@@ -162,6 +168,7 @@ type pollWatch struct {
 	opts         WatchOptions
 	cmd          string
 	prev         *FileSnapshot // nil until a baseline exists
+	prevRaw      string        // the find output prev was parsed from, if complete
 	seedComplete bool
 	throws       int
 }
@@ -170,8 +177,10 @@ func newPollWatch(h Handle, opts WatchOptions) *pollWatch {
 	return &pollWatch{h: h, opts: opts, cmd: FindCommand(opts.Ignore)}
 }
 
-// poll runs find once. ok is false for a null poll.
-func (p *pollWatch) poll(ctx context.Context, initial bool) (snap *FileSnapshot, complete, ok bool) {
+// poll runs find once. ok is false for a null poll. raw is the output of
+// a complete poll; when it equals the previous complete output the
+// snapshot is not parsed (snap is nil) since nothing changed.
+func (p *pollWatch) poll(ctx context.Context, initial bool) (snap *FileSnapshot, raw string, complete, ok bool) {
 	log := p.opts.Logger
 	res, err := p.h.Exec(ctx, p.cmd, ExecOptions{Dir: p.opts.Root})
 	if err != nil {
@@ -188,39 +197,45 @@ func (p *pollWatch) poll(ctx context.Context, initial bool) (snap *FileSnapshot,
 				logDebug(log, "sandbox watch: `find` poll threw", "root", p.opts.Root, "error", err)
 			}
 		}
-		return nil, false, false
+		return nil, "", false, false
 	}
 	p.throws = 0
 	if res.ExitCode == 0 {
-		return ParseFindOutput(res.Stdout), true, true
+		if p.prev != nil && p.prevRaw != "" && res.Stdout == p.prevRaw {
+			return nil, res.Stdout, true, true
+		}
+		return ParseFindOutput(res.Stdout), res.Stdout, true, true
 	}
 	if res.Stdout == "" {
 		logWarn(log, "sandbox watch: `find` poll exited non-zero with no output", "root", p.opts.Root, "exitCode", res.ExitCode, "stderr", res.Stderr)
-		return nil, false, false
+		return nil, "", false, false
 	}
 	logDebug(log, "sandbox watch: `find` non-zero exit with partial output", "root", p.opts.Root, "exitCode", res.ExitCode, "stderr", res.Stderr)
-	return ParseFindOutput(res.Stdout), false, true
+	return ParseFindOutput(res.Stdout), "", false, true
 }
 
 func (p *pollWatch) seed(ctx context.Context) {
-	snap, complete, ok := p.poll(ctx, true)
+	snap, raw, complete, ok := p.poll(ctx, true)
 	if ok {
-		p.prev, p.seedComplete = snap, complete
+		p.prev, p.prevRaw, p.seedComplete = snap, raw, complete
 	}
 }
 
 func (p *pollWatch) tick(ctx context.Context) {
-	snap, complete, ok := p.poll(ctx, false)
+	snap, raw, complete, ok := p.poll(ctx, false)
 	if !ok || ctx.Err() != nil {
 		return
 	}
+	if snap == nil { // byte-identical to the previous complete poll
+		return
+	}
 	if p.prev == nil {
-		p.prev, p.seedComplete = snap, complete
+		p.prev, p.prevRaw, p.seedComplete = snap, raw, complete
 		return
 	}
 	if !p.seedComplete && complete {
 		logDebug(p.opts.Logger, "sandbox watch: re-baselined after provisional partial seed", "root", p.opts.Root)
-		p.prev, p.seedComplete = snap, true
+		p.prev, p.prevRaw, p.seedComplete = snap, raw, true
 		return
 	}
 	next := snap
@@ -228,7 +243,7 @@ func (p *pollWatch) tick(ctx context.Context) {
 		next = p.prev.merge(snap)
 	}
 	evs := DiffSnapshots(p.opts.Root, p.prev, next, time.Now())
-	p.prev = next
+	p.prev, p.prevRaw = next, raw
 	for _, ev := range evs {
 		p.opts.OnEvent(ev)
 	}
@@ -329,8 +344,8 @@ func signature(fi *FileInfo) string {
 
 func (n *nativeWatch) seed(ctx context.Context) {
 	snap, ok := n.scan(ctx)
-	for _, p := range snap.paths {
-		n.known[p] = snap.sigs[p]
+	for _, e := range snap.entries {
+		n.known[e.path] = e.sig
 	}
 	n.seeded = ok
 }
@@ -479,8 +494,8 @@ func (n *nativeWatch) rescan(ctx context.Context) {
 	evs := DiffSnapshots(n.opts.Root, prev, next, time.Now())
 	logDebug(n.opts.Logger, "sandbox watch: rescanned after native queue overflow", "root", n.opts.Root, "events", len(evs))
 	clear(n.known)
-	for _, p := range next.paths {
-		n.known[p] = next.sigs[p]
+	for _, e := range next.entries {
+		n.known[e.path] = e.sig
 	}
 	for _, ev := range evs {
 		n.opts.OnEvent(ev)
@@ -498,8 +513,8 @@ func (n *nativeWatch) fallbackToPoll(ctx context.Context) {
 			prev.Set(k, "")
 		}
 		cur := NewFileSnapshot(p.prev.Len())
-		for _, k := range p.prev.Paths() {
-			cur.Set(k, "")
+		for _, e := range p.prev.entries {
+			cur.Set(e.path, "")
 		}
 		for _, ev := range DiffSnapshots(n.opts.Root, prev, cur, time.Now()) {
 			n.opts.OnEvent(ev)

@@ -260,3 +260,21 @@ func TestNativeWatchStartFailureFallsBackToPoll(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestNativeContextCancelReleasesWatch(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	h := nativeFake()
+	ctx, cancel := context.WithCancel(context.Background())
+	var c collector
+	w, err := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{OnEvent: c.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if !waitFor(t, 2*time.Second, func() bool { return !h.Emit(raw(sandbox.RawWrite, "/workspace/x")) }) {
+		t.Fatal("native subscription still live after cancel")
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}

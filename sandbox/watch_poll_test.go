@@ -103,8 +103,10 @@ func TestItem20PartialPollNeverDeletes(t *testing.T) {
 	h := sandboxtest.NewFakeHandle()
 	exec, done := scriptFind(
 		ok("1\t1\t./a\n1\t1\t./b\n"),
-		exit(1, "1\t1\t./a\n"), // partial: b missing, no delete
-		ok("1\t1\t./a\n"),      // complete: now b is deleted
+		exit(1, "1\t1\t./a\n"),       // partial: b missing, no delete
+		ok("1\t1\t./a\n1\t1\t./b\n"), // complete, b still there: nothing
+		exit(1, "1\t1\t./a\n"),       // partial again
+		ok("1\t1\t./a\n"),            // complete: now b is deleted
 	)
 	h.ExecFunc = exec
 	var c collector

@@ -32,7 +32,7 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "goai run:", err)
 		return 2
 	}
-	sc, err := scripted.LoadFile(*path)
+	sc, err := scripted.LoadFileLazy(*path)
 	if err != nil {
 		fmt.Fprintln(stderr, "goai run:", err)
 		return 2

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"sync"
 	"time"
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/internal/jsonlex"
 )
 
 // Adapter replays a scenario's turns, one per ChatStream call, across every
@@ -66,20 +68,45 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 	a.log = append(a.log, Call{Kind: "chatStream", Messages: append([]agui.ModelMessage(nil), req.Messages...), Tools: names})
 	a.mu.Unlock()
 	return func(yield func(agui.Event, error) bool) {
-		if n >= len(a.sc.Turns) {
+		if n >= a.sc.NumTurns() {
 			yield(agui.Event{Type: agui.RunError, Message: "script exhausted"}, nil)
 			return
 		}
-		turn := a.sc.Turns[n]
-		for i := range turn {
-			it := &turn[i]
-			if it.Delay > 0 {
-				t := time.NewTimer(time.Duration(it.Delay) * time.Millisecond)
-				select {
-				case <-ctx.Done():
-					t.Stop()
+		pause := func(ms int) bool {
+			t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return false
+			case <-t.C:
+				return true
+			}
+		}
+		if a.sc.lazyTurns != nil {
+			var ev agui.Event
+			var s jsonlex.Scanner
+			for i, it := range a.sc.lazyTurns[n] {
+				if it.delay > 0 {
+					if !pause(it.delay) {
+						return
+					}
+					continue
+				}
+				s.Reset(it.raw)
+				if err := agui.DecodeEvent(&s, &ev); err != nil {
+					yield(agui.Event{}, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
 					return
-				case <-t.C:
+				}
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			return
+		}
+		for _, it := range a.sc.Turns[n] {
+			if it.Delay > 0 {
+				if !pause(it.Delay) {
+					return
 				}
 				continue
 			}

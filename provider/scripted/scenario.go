@@ -4,6 +4,7 @@
 package scripted
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,6 +18,13 @@ import (
 type Item struct {
 	Event agui.Event
 	Delay int // milliseconds; when > 0 the item is a pause, not a chunk
+}
+
+// lazyItem is a chunk kept as its JSON text (LoadFileLazy): a few dozen
+// bytes instead of a decoded Event.
+type lazyItem struct {
+	raw   []byte
+	delay int
 }
 
 // Structured is what the structured-output call returns or raises.
@@ -42,15 +50,32 @@ type Scenario struct {
 	OutputSchema  json.RawMessage
 	Structured    *Structured
 	Turns         [][]Item
+
+	lazyTurns [][]lazyItem // set instead of Turns by LoadFileLazy
+}
+
+// NumTurns is the number of scripted model turns.
+func (sc *Scenario) NumTurns() int {
+	if sc.lazyTurns != nil {
+		return len(sc.lazyTurns)
+	}
+	return len(sc.Turns)
 }
 
 // LoadFile reads and parses a scenario file.
-func LoadFile(path string) (*Scenario, error) {
+func LoadFile(path string) (*Scenario, error) { return loadFile(path, false) }
+
+// LoadFileLazy is LoadFile for large scripts: chunks are validated now but
+// kept as their JSON text and decoded as they are replayed, so a script
+// costs about its own size in memory.
+func LoadFileLazy(path string) (*Scenario, error) { return loadFile(path, true) }
+
+func loadFile(path string, lazy bool) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	sc, err := Parse(data)
+	sc, err := parse(data, lazy)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}
@@ -59,7 +84,9 @@ func LoadFile(path string) (*Scenario, error) {
 
 // Parse decodes a scenario. The turns are decoded with the streaming
 // event decoder, so a large script costs one pass over its bytes.
-func Parse(data []byte) (*Scenario, error) {
+func Parse(data []byte) (*Scenario, error) { return parse(data, false) }
+
+func parse(data []byte, lazy bool) (*Scenario, error) {
 	sc := &Scenario{}
 	s := jsonlex.New(data)
 	if err := s.ObjectStart(); err != nil {
@@ -75,7 +102,7 @@ func Parse(data []byte) (*Scenario, error) {
 		}
 		k := string(key)
 		if k == "turns" {
-			if err := parseTurns(s, sc); err != nil {
+			if err := parseTurns(s, sc, lazy); err != nil {
 				return nil, err
 			}
 			continue
@@ -145,7 +172,11 @@ func (sc *Scenario) setField(k string, raw []byte) error {
 	return nil
 }
 
-func parseTurns(s *jsonlex.Scanner, sc *Scenario) error {
+func parseTurns(s *jsonlex.Scanner, sc *Scenario, lazy bool) error {
+	var scratch agui.Event
+	if lazy {
+		sc.lazyTurns = [][]lazyItem{}
+	}
 	if err := s.ArrayStart(); err != nil {
 		return fmt.Errorf("turns: %w", err)
 	}
@@ -161,6 +192,7 @@ func parseTurns(s *jsonlex.Scanner, sc *Scenario) error {
 			return fmt.Errorf("turns[%d]: %w", ti, err)
 		}
 		var turn []Item
+		var lturn []lazyItem
 		for ci, first := 0, true; ; ci, first = ci+1, false {
 			ok, err := s.NextElem(first)
 			if err != nil {
@@ -170,8 +202,34 @@ func parseTurns(s *jsonlex.Scanner, sc *Scenario) error {
 				break
 			}
 			var it Item
-			if err := agui.DecodeEvent(s, &it.Event); err != nil {
+			target := &it.Event
+			if lazy {
+				// Only check the syntax now; the chunk is decoded as it is
+				// replayed. Pauses are decoded at once.
+				raw, err := s.Raw()
+				if err != nil {
+					return fmt.Errorf("turns[%d][%d]: %w", ti, ci, err)
+				}
+				if len(raw) == 0 || raw[0] != '{' {
+					return fmt.Errorf("turns[%d][%d]: a chunk must be a JSON object", ti, ci)
+				}
+				if !bytes.Contains(raw, []byte(`"delayMs"`)) {
+					lturn = append(lturn, lazyItem{raw: raw})
+					continue
+				}
+				target = &scratch
+				if err := agui.DecodeEvent(jsonlex.New(raw), target); err != nil {
+					return fmt.Errorf("turns[%d][%d]: %w", ti, ci, err)
+				}
+				if target.Type != "" {
+					lturn = append(lturn, lazyItem{raw: raw})
+					continue
+				}
+			} else if err := agui.DecodeEvent(s, target); err != nil {
 				return fmt.Errorf("turns[%d][%d]: %w", ti, ci, err)
+			}
+			if lazy {
+				it.Event = scratch
 			}
 			if it.Event.Type == "" {
 				d, ok := it.Event.Extra["delayMs"]
@@ -185,9 +243,17 @@ func parseTurns(s *jsonlex.Scanner, sc *Scenario) error {
 				if it.Delay == 0 {
 					continue
 				}
+				if lazy {
+					lturn = append(lturn, lazyItem{delay: it.Delay})
+					continue
+				}
 			}
 			turn = append(turn, it)
 		}
-		sc.Turns = append(sc.Turns, turn)
+		if lazy {
+			sc.lazyTurns = append(sc.lazyTurns, lturn)
+		} else {
+			sc.Turns = append(sc.Turns, turn)
+		}
 	}
 }

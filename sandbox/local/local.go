@@ -18,6 +18,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -93,7 +95,7 @@ func (r *registry) live() []int {
 	defer r.mu.Unlock()
 	var out []int
 	for g := range r.groups {
-		if syscall.Kill(-g, 0) == nil {
+		if groupAlive(g) {
 			out = append(out, g)
 		} else {
 			delete(r.groups, g)
@@ -288,6 +290,42 @@ func (h *Handle) Destroy(ctx context.Context) error {
 		return removeAll(ctx, h.root, h.p.logger)
 	}
 	return nil
+}
+
+// groupAlive reports whether process group g has a member that is not a
+// zombie. (Orphans are reparented to an init that may reap them late, and
+// kill(-g, 0) succeeds for zombies.)
+func groupAlive(g int) bool {
+	if syscall.Kill(-g, 0) != nil {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may contain spaces.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if pg, err := strconv.Atoi(f[2]); err == nil && pg == g {
+			return true
+		}
+	}
+	return false
 }
 
 func removeAll(ctx context.Context, dir string, logger *slog.Logger) error {

@@ -183,11 +183,12 @@ func TestBubblewrapIsolation(t *testing.T) {
 	if res := run("echo ok > inside.txt && cat inside.txt"); res.ExitCode != 0 || res.Stdout != "ok\n" {
 		t.Fatalf("workspace not writable: %+v", res)
 	}
-	if res := run("touch /usr/goai-probe"); res.ExitCode == 0 {
+	probe := fmt.Sprintf("/usr/goai-probe-%d", time.Now().UnixNano())
+	defer os.Remove(probe)
+	if res := run("touch " + probe); res.ExitCode == 0 {
 		t.Fatal("host root is writable")
 	}
-	if _, err := os.Stat("/usr/goai-probe"); err == nil {
-		os.Remove("/usr/goai-probe")
+	if _, err := os.Stat(probe); err == nil {
 		t.Fatal("wrote to the host")
 	}
 	if res := run("echo $$"); strings.TrimSpace(res.Stdout) == "" || len(strings.TrimSpace(res.Stdout)) > 2 {
@@ -315,12 +316,26 @@ func TestNativeNewDirectoryFilesCreatedBeforeWatch(t *testing.T) {
 		t.Fatal(res, err)
 	}
 	got := settle(t, &r, 51)
+	// A tree moved in from outside: one raw event for its top directory;
+	// every file inside is found by walking it.
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(outside, "tree", "p", "q"), 0o755)
+	for i := range 20 {
+		os.WriteFile(filepath.Join(outside, "tree", "p", "q", fmt.Sprintf("m%d", i)), []byte("x"), 0o644)
+	}
+	if err := os.Rename(filepath.Join(outside, "tree"), filepath.Join(h.HostDir(), "tree")); err != nil {
+		t.Fatal(err)
+	}
+	got = settle(t, &r, 71)
 	slices.Sort(got)
 	var want []string
 	for i := 1; i <= 50; i++ {
 		want = append(want, fmt.Sprintf("create a/b/c/f%d", i))
 	}
 	want = append(want, "create x/y")
+	for i := range 20 {
+		want = append(want, fmt.Sprintf("create tree/p/q/m%d", i))
+	}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %d events %v", len(got), got)
@@ -366,11 +381,12 @@ func TestNativeCoalescingOnInotify(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		coalesce time.Duration
+		gap      time.Duration
 		wantMin  int
 		wantMax  int
 	}{
-		{"default", 0, 1, 1},
-		{"off", -1, 2, 100},
+		{"default", 0, 4 * time.Millisecond, 1, 1},
+		{"off", -1, 25 * time.Millisecond, 2, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, h := create(t, local.Options{})
@@ -384,14 +400,14 @@ func TestNativeCoalescingOnInotify(t *testing.T) {
 			if len(got) < tc.wantMin || len(got) > tc.wantMax || got[0] != "create saved.txt" {
 				t.Fatalf("save: %v", got)
 			}
-			// A burst of writes to one file within the window (~20 ms of
-			// writes, each read by the watcher before the next: the kernel
-			// merges only identical events still queued).
+			// A burst of writes to one file within the window (5 writes
+			// 4 ms apart: ~20 ms < 50 ms). Without coalescing the writes are
+			// spaced so the kernel cannot merge the queued events.
 			mark := len(got)
 			fh, _ := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
 			for range 5 {
 				fh.WriteString("x")
-				time.Sleep(4 * time.Millisecond)
+				time.Sleep(tc.gap)
 			}
 			fh.Close()
 			got = settle(t, &r, mark+1)[mark:]
@@ -451,4 +467,15 @@ func TestItem30PathOnlyHookOnRealWatcher(t *testing.T) {
 	if seen.Load() != 2 || h.execs.Load() != execsBefore {
 		t.Fatalf("seen %d, execs during hooks %d", seen.Load(), h.execs.Load()-execsBefore)
 	}
+}
+
+func TestNativeContextCancelReleasesInotify(t *testing.T) {
+	defer goleak.VerifyNone(t) // retries until the fsnotify goroutines are gone
+	_, h := create(t, local.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var r recorder
+	if _, err := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{OnEvent: r.add}); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // no Stop: the context alone must release the watch
 }

@@ -21,6 +21,10 @@ var ErrDestroyed = errors.New("local: sandbox destroyed")
 // killGrace is how long a cancelled command has between SIGTERM and SIGKILL.
 const killGrace = 2 * time.Second
 
+// bwrapKillGrace is how long a bubblewrap command has after Kill before
+// its group gets SIGKILL.
+const bwrapKillGrace = 200 * time.Millisecond
+
 func (h *Handle) environ(extra map[string]string) []string {
 	scrub := map[string]bool{}
 	for _, k := range h.p.opts.ScrubEnv {
@@ -230,6 +234,22 @@ func (p *process) Kill(sig os.Signal) error {
 	default:
 	}
 	err := syscall.Kill(-p.PID(), s)
+	if err == nil && p.h.p.opts.Isolation == IsolationBubblewrap && s != syscall.SIGKILL {
+		// The namespace's init ignores signals from outside it but SIGKILL,
+		// and --die-with-parent is not armed during bwrap's setup: finish
+		// the group off if the signal did not.
+		pid := p.PID()
+		time.AfterFunc(bwrapKillGrace, func() {
+			select {
+			case <-p.done:
+				if !groupAlive(pid) {
+					return
+				}
+			default:
+			}
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		})
+	}
 	if err == nil || errors.Is(err, syscall.ESRCH) {
 		return nil
 	}
