@@ -58,6 +58,9 @@ type WriterOptions struct {
 	ThreadID, RunID string
 	// Now stamps synthesized events; default time.Now.
 	Now func() time.Time
+	// Emit, when set, receives each event the profile produces instead of
+	// the encoder writing bytes (a durable producer appends them to its log).
+	Emit func(e *Event) error
 }
 
 // Writer encodes events to SSE or NDJSON frames, one Write call on the
@@ -197,6 +200,9 @@ func (w *Writer) Close() error {
 func (w *Writer) Terminated() bool { return w.terminal }
 
 func (w *Writer) frame(id string, e *Event) error {
+	if w.opt.Emit != nil {
+		return w.opt.Emit(e)
+	}
 	b := w.buf[:0]
 	switch w.opt.Format {
 	case NDJSON:

@@ -44,6 +44,9 @@ type Options struct {
 	OutputSchema json.RawMessage
 	// Debug selects logging; nil logs errors only.
 	Debug *Debug
+	// Disconnect is the run's disconnect notifier, owned by the transport
+	// (nil: the engine makes one nobody notifies).
+	Disconnect *RunDisconnect
 }
 
 // RunError is a run failure reported by the model (an adapter RUN_ERROR)
@@ -229,6 +232,8 @@ type run struct {
 
 	chunk agui.Event // the model chunk in flight (see streamModelTurn)
 
+	disconnect *RunDisconnect
+
 	caps  map[CapabilityKey]any
 	capMu sync.Mutex
 
@@ -304,6 +309,11 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 	r.syncContext()
 	r.mctx.Metadata = opts.Metadata
 	r.so = newStructuredState(opts)
+	r.disconnect = opts.Disconnect
+	if r.disconnect == nil {
+		r.disconnect = NewRunDisconnect()
+	}
+	r.disconnect.attach(context.WithoutCancel(r.runCtx), r.log)
 	r.provideRuntime()
 	return r
 }
@@ -400,6 +410,8 @@ func (r *run) execute() {
 // finish waits for sandbox hooks, delivers events queued during the
 // terminal hooks (a sandbox draining its watcher), and runs deferred work.
 func (r *run) finish() {
+	r.disconnect.terminal()
+	defer r.disconnect.wait()
 	r.hookWG.Wait()
 	if !r.stopped {
 		if err := r.drainQueue(); err != nil {

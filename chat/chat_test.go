@@ -669,3 +669,49 @@ func BenchmarkHotPath(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(turn)), "ns/chunk")
 }
+
+func TestRunDisconnectLateSubscriberFiresAndIsAwaited(t *testing.T) {
+	d := chat.NewRunDisconnect()
+	var fired, done bool
+	release := make(chan struct{})
+	mw := &chat.Middleware{Name: "sandbox-like",
+		Setup: func(c *chat.Context) error {
+			d.Notify() // the client left while setup was still running
+			n, err := chat.RunDisconnectCapability.Get(c)
+			if err != nil {
+				return err
+			}
+			n.Subscribe(func(context.Context) error {
+				fired = true
+				<-release
+				done = true
+				return nil
+			})
+			return nil
+		},
+		OnFinish: func(*chat.Context, chat.FinishInfo) error { close(release); return nil },
+	}
+	a := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
+	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}, Disconnect: d}); err != nil {
+		t.Fatal(err)
+	}
+	if !fired || !done {
+		t.Fatalf("late subscriber fired=%v awaited=%v", fired, done)
+	}
+	// After the run ended, notifications are ignored.
+	d2 := chat.NewRunDisconnect()
+	var calls int
+	mw2 := &chat.Middleware{Name: "m", Setup: func(c *chat.Context) error {
+		n, _ := chat.RunDisconnectCapability.Get(c)
+		n.Subscribe(func(context.Context) error { calls++; return nil })
+		return nil
+	}}
+	b := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
+	if _, err := collect(t, chat.Options{Adapter: b, Messages: user("x"), Middleware: []*chat.Middleware{mw2}, Disconnect: d2}); err != nil {
+		t.Fatal(err)
+	}
+	d2.Notify()
+	if calls != 0 || d2.Disconnected() {
+		t.Fatalf("a notification after the terminal hook reached listeners (%d)", calls)
+	}
+}

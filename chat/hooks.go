@@ -133,6 +133,7 @@ func (r *run) finishUsage() *agui.TokenUsage {
 // runOnFinish runs every OnFinish; failures are joined and returned after
 // all have run.
 func (r *run) runOnFinish() error {
+	r.disconnect.terminal()
 	info := FinishInfo{FinishReason: r.lastFinishReason, Duration: time.Since(r.start), Content: string(r.accumulated), Usage: r.finishUsage()}
 	var errs []error
 	for _, m := range r.mws {
@@ -153,6 +154,7 @@ func (r *run) runOnFinish() error {
 }
 
 func (r *run) runAbort(reason string) {
+	r.disconnect.terminal()
 	info := AbortInfo{Reason: reason, Duration: time.Since(r.start), CancelRequested: reason == CancelRequestedReason}
 	for _, m := range r.mws {
 		if m.OnAbort == nil {
@@ -165,6 +167,7 @@ func (r *run) runAbort(reason string) {
 }
 
 func (r *run) runOnError(err error) {
+	r.disconnect.terminal()
 	info := ErrorInfo{Err: err, Duration: time.Since(r.start)}
 	for _, m := range r.mws {
 		if m.OnError == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/durable"
 )
 
 // DefaultMaxBodyBytes bounds a request body.
@@ -39,10 +40,37 @@ type Config struct {
 	MaxBodyBytes int64
 	// Logger receives request failures; default slog.Default().
 	Logger *slog.Logger
+	// Store, when set, makes runs durable: a run outlives its connection,
+	// every event is appended to the run's log before delivery (SSE id: /
+	// NDJSON envelope carry offsets), and clients re-attach with
+	// Last-Event-ID or GET ?runId=&offset=. Requests without X-Run-Id stay
+	// plain streams.
+	Store durable.Store
+	// BatchSize is how many events a durable producer appends at once;
+	// default 32 (terminal and tool-end events flush early).
+	BatchSize int
+	// CancelPoll is how often a producer checks its run record for a cancel
+	// recorded by another replica; default 500ms.
+	CancelPoll time.Duration
 }
 
-// ChatHandler returns the POST /api/chat handler.
-func ChatHandler(cfg Config) http.Handler {
+func (c *Config) batchSize() int {
+	if c.BatchSize > 0 {
+		return c.BatchSize
+	}
+	return 32
+}
+
+func (c *Config) cancelPoll() time.Duration {
+	if c.CancelPoll > 0 {
+		return c.CancelPoll
+	}
+	return 500 * time.Millisecond
+}
+
+// ChatHandler returns the /api/chat handler: POST streams a run, GET joins
+// a durable run or hydrates a thread, POST .../cancel stops a run.
+func ChatHandler(cfg Config) *Handler {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -52,10 +80,25 @@ func ChatHandler(cfg Config) http.Handler {
 	if cfg.Profile == "" {
 		cfg.Profile = agui.ProfileAGUI
 	}
-	return &chatHandler{cfg: cfg}
+	return &Handler{cfg: cfg}
 }
 
-type chatHandler struct{ cfg Config }
+type Handler struct {
+	cfg  Config
+	prod producers
+}
+
+// Wait blocks until every durable producer started by h has finished.
+func (h *Handler) Wait() { h.prod.wg.Wait() }
+
+// StopAll aborts every producer of this process with cause.
+func (h *Handler) StopAll(cause error) {
+	h.prod.mu.Lock()
+	for _, c := range h.prod.cancel {
+		c(cause)
+	}
+	h.prod.mu.Unlock()
+}
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -64,7 +107,15 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-func (h *chatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/cancel") {
+		h.serveCancel(w, r)
+		return
+	}
+	if r.Method == http.MethodGet {
+		h.serveGet(w, r)
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, http.StatusMethodNotAllowed, "use POST")
@@ -114,9 +165,16 @@ func (h *chatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	format := agui.SSE
-	if strings.Contains(r.Header.Get("Accept"), "application/x-ndjson") {
-		format = agui.NDJSON
+	format := acceptFormat(r)
+	if runID := r.Header.Get("X-Run-Id"); h.cfg.Store != nil && runID != "" {
+		opts.RunID = runID
+		if last := r.Header.Get("Last-Event-ID"); last != "" {
+			// A reconnect re-sends the request: serve the log, never re-run.
+			h.serveLog(w, r, runID, last, format, nil)
+			return
+		}
+		h.startDurable(w, r, runID, in, opts, format)
+		return
 	}
 	hd := w.Header()
 	hd.Set("Content-Type", format.ContentType())
@@ -171,6 +229,8 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 	}
 	return n, f.rc.Flush()
 }
+
+func containsNDJSON(accept string) bool { return strings.Contains(accept, "application/x-ndjson") }
 
 // MergeTools adds the client's tools to the server's: a server tool wins a
 // name collision; a client-only tool becomes a client tool (no Execute).

@@ -27,6 +27,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", envOr("GOAI_ADDR", "127.0.0.1:8080"), "listen address")
 	model := fs.String("model", os.Getenv("GOAI_MODEL"), "model: scripted:FILE, or empty for the offline demo")
 	wire := fs.String("wire", envOr("GOAI_WIRE", "agui"), "wire profile: agui or tanstack")
+	storeURL := fs.String("store", envOr("GOAI_STORE", "sqlite:.goai/goai.db"), "run store: sqlite:PATH, postgres://..., or none")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -41,8 +42,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2
 	}
+	store, closeStore, err := openStore(ctx, *storeURL)
+	if err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 1
+	}
+	defer closeStore()
+	chatHandler := server.ChatHandler(server.Config{Options: build, Profile: profile, Logger: logger, Store: store})
 	mux := http.NewServeMux()
-	mux.Handle("/api/chat", server.ChatHandler(server.Config{Options: build, Profile: profile, Logger: logger}))
+	mux.Handle("/api/chat", chatHandler)
+	mux.Handle("/api/chat/cancel", chatHandler)
 	mux.Handle("/", http.FileServerFS(web.FS))
 
 	ln, err := net.Listen("tcp", *addr)
@@ -51,7 +60,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "goai serving on http://%s (model: %s, wire: %s)\n", ln.Addr(), desc, profile)
+	fmt.Fprintf(stdout, "goai serving on http://%s (model: %s, wire: %s, store: %s)\n", ln.Addr(), desc, profile, redactURL(*storeURL))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -65,6 +74,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 		_ = srv.Shutdown(shutCtx)
 		<-errc
+	}
+	// Runs in flight get a grace period to finish into their logs, then
+	// are aborted so every log ends with a terminal event.
+	done := make(chan struct{})
+	go func() { chatHandler.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		chatHandler.StopAll(errors.New("server shutting down"))
+		<-done
 	}
 	return 0
 }
