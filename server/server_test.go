@@ -288,3 +288,30 @@ func TestDurableDisconnectDuringSlowSetup(t *testing.T) {
 }
 
 var _ = bytes.NewReader
+
+func TestCheck45SSEFramingAndHeaders(t *testing.T) {
+	e := newEnv(t, slowScenario(t, 2, 0), nil)
+	res := post(t, context.Background(), e.srv.URL+"/api/chat", nil, body)
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	h := res.Header
+	if h.Get("Content-Type") != "text/event-stream" || h.Get("Cache-Control") != "no-cache" || h.Get("Connection") != "keep-alive" {
+		t.Fatalf("headers %v", h)
+	}
+	frames := strings.Split(strings.TrimSuffix(string(raw), "\n\n"), "\n\n")
+	for _, f := range frames {
+		if !strings.HasPrefix(f, "data: {") || strings.Contains(f, "\n") {
+			t.Fatalf("frame %q is not a single data line", f)
+		}
+	}
+	if bytes.Contains(raw, []byte("[DONE]")) || bytes.Contains(raw, []byte("event:")) || bytes.Contains(raw, []byte("\nid:")) {
+		t.Fatalf("unexpected framing: %s", raw)
+	}
+	// NDJSON when the client accepts it.
+	res = post(t, context.Background(), e.srv.URL+"/api/chat", map[string]string{"Accept": "application/x-ndjson"}, body)
+	raw, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.Header.Get("Content-Type") != "application/x-ndjson" || !bytes.HasPrefix(raw, []byte(`{"type":`)) {
+		t.Fatalf("ndjson: %s %s", res.Header.Get("Content-Type"), raw)
+	}
+}

@@ -1,0 +1,434 @@
+package chat_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
+)
+
+func TestCheck11ToolsRunSequentiallyBeforeNextModelCall(t *testing.T) {
+	var order []string
+	mk := func(name string) *chat.Tool {
+		return chat.NewTool(name, name, func(ctx context.Context, in struct{}) (string, error) {
+			order = append(order, name)
+			return name, nil
+		})
+	}
+	turn := []agui.Event{{Type: agui.RunStarted}}
+	for _, c := range [][2]string{{"c1", "first"}, {"c2", "second"}} {
+		turn = append(turn, agui.Event{Type: agui.ToolCallStart, ToolCallID: c[0], ToolCallName: c[1]},
+			agui.Event{Type: agui.ToolCallArgs, ToolCallID: c[0], Delta: "{}"}, agui.Event{Type: agui.ToolCallEnd, ToolCallID: c[0]})
+	}
+	turn = append(turn, agui.Event{Type: agui.RunFinished, FinishReason: agui.FinishToolCalls})
+	a := &turns{t: [][]agui.Event{turn, textTurn("m", "x", "stop")}}
+	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{mk("second"), mk("first")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(order, ",") != "first,second" {
+		t.Fatalf("execution order %v, want emission order", order)
+	}
+	got := types(evs)
+	if !strings.Contains(got, "RUN_FINISHED TOOL_CALL_RESULT TOOL_CALL_RESULT TEXT_MESSAGE_START") {
+		t.Fatalf("both results must precede the next turn: %s", got)
+	}
+	hist := a.reqs[1].Messages
+	if hist[2].ToolCallID != "c1" || hist[3].ToolCallID != "c2" {
+		t.Fatalf("second call history order: %+v", hist)
+	}
+}
+
+func TestCheck27OnChunkSeesExtrasTheConsumerDoesNot(t *testing.T) {
+	var sawReason, sawModel string
+	mw := &chat.Middleware{Name: "m", OnChunk: func(_ *chat.Context, ev *agui.Event) (chat.ChunkAction, error) {
+		if ev.Type == agui.RunFinished {
+			sawReason, sawModel = ev.FinishReason, ev.Model
+		}
+		return chat.Pass, nil
+	}}
+	turn := textTurn("m", "x", "stop")
+	turn[4].Model = "gpt-x"
+	a := &turns{t: [][]agui.Event{turn}}
+	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sawReason != "stop" || sawModel != "gpt-x" {
+		t.Fatalf("onChunk saw finishReason %q model %q", sawReason, sawModel)
+	}
+	rf := evs[len(evs)-1]
+	ts := rf.TanstackMeta()
+	if rf.FinishReason != "" || rf.Model != "" || ts["finishReason"] != "stop" || ts["model"] != "gpt-x" {
+		t.Fatalf("yielded RUN_FINISHED: %s", agui.AppendJSON(nil, &rf))
+	}
+}
+
+func TestCheck28EncryptedValueFollowsSignatureButSkipsOnChunk(t *testing.T) {
+	var seen []agui.EventType
+	mw := &chat.Middleware{Name: "m", OnChunk: func(_ *chat.Context, ev *agui.Event) (chat.ChunkAction, error) {
+		seen = append(seen, ev.Type)
+		return chat.Pass, nil
+	}}
+	turn := []agui.Event{
+		{Type: agui.RunStarted},
+		{Type: agui.StepStarted, StepName: "thinking"},
+		{Type: agui.StepFinished, StepName: "thinking", Signature: "sig-1", StepID: "s1"},
+		{Type: agui.TextMessageStart, MessageID: "m", Role: "assistant"},
+		{Type: agui.TextMessageContent, MessageID: "m", Delta: "x"},
+		{Type: agui.TextMessageEnd, MessageID: "m"},
+		{Type: agui.RunFinished, FinishReason: "stop"},
+	}
+	a := &turns{t: [][]agui.Event{turn}}
+	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(types(evs), "STEP_FINISHED REASONING_ENCRYPTED_VALUE TEXT_MESSAGE_START") {
+		t.Fatalf("stream: %s", types(evs))
+	}
+	for _, ty := range seen {
+		if ty == agui.ReasoningEncryptedValue {
+			t.Fatal("the derived REASONING_ENCRYPTED_VALUE reached onChunk")
+		}
+	}
+	for _, e := range evs {
+		if e.Type == agui.ReasoningEncryptedValue && (e.EncryptedValue != "sig-1" || e.EntityID != "s1" || e.Subtype != "message") {
+			t.Fatalf("encrypted value event: %s", agui.AppendJSON(nil, &e))
+		}
+	}
+}
+
+// clientTool is a client-executed tool with a JSON Schema input.
+func clientTool(name string) *chat.Tool {
+	return &chat.Tool{Name: name, Description: name, InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)}
+}
+
+func approvalTool(calls *int) *chat.Tool {
+	t := chat.NewTool("deploy", "deploy", func(ctx context.Context, in struct {
+		Env string `json:"env"`
+	}) (string, error) {
+		*calls++
+		return "deployed " + in.Env, nil
+	})
+	t.NeedsApproval = true
+	return t
+}
+
+func TestCheck12To14ClientToolPausesWithSnapshotStateAndNoTerminalHook(t *testing.T) {
+	var terminal int
+	mw := &chat.Middleware{Name: "m",
+		OnFinish: func(*chat.Context, chat.FinishInfo) error { terminal++; return nil },
+		OnAbort:  func(*chat.Context, chat.AbortInfo) error { terminal++; return nil },
+		OnError:  func(*chat.Context, chat.ErrorInfo) error { terminal++; return nil }}
+	a := &turns{t: [][]agui.Event{toolTurn("c1", "pick", `{"q":"x"}`), textTurn("m", "never", "stop")}}
+	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{clientTool("pick")},
+		Middleware: []*chat.Middleware{mw}, State: json.RawMessage(`{"step":1}`), RunID: "run-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := types(evs)
+	if !strings.HasSuffix(got, "TOOL_CALL_END MESSAGES_SNAPSHOT STATE_SNAPSHOT RUN_FINISHED") || strings.Count(got, "RUN_FINISHED") != 1 {
+		t.Fatalf("pause sequence: %s", got)
+	}
+	fin := evs[len(evs)-1]
+	if fin.Outcome == nil || fin.Outcome.Type != "interrupt" || fin.Outcome.Interrupts[0].ID != "client_tool_c1" ||
+		fin.Outcome.Interrupts[0].Reason != "tanstack:client_tool_execution" {
+		t.Fatalf("outcome: %s", agui.AppendJSON(nil, &fin))
+	}
+	if len(a.reqs) != 1 || terminal != 0 {
+		t.Fatalf("model calls %d, terminal hooks %d", len(a.reqs), terminal)
+	}
+}
+
+func TestCheck15And16ApprovalInterruptGatesTheBatch(t *testing.T) {
+	var deploys int
+	var adds []addIn
+	turn := []agui.Event{{Type: agui.RunStarted}}
+	for _, c := range [][3]string{{"c1", "deploy", `{"env":"prod"}`}, {"c2", "add", `{"a":1,"b":2}`}} {
+		turn = append(turn, agui.Event{Type: agui.ToolCallStart, ToolCallID: c[0], ToolCallName: c[1]},
+			agui.Event{Type: agui.ToolCallArgs, ToolCallID: c[0], Delta: c[2]}, agui.Event{Type: agui.ToolCallEnd, ToolCallID: c[0]})
+	}
+	turn = append(turn, agui.Event{Type: agui.RunFinished, FinishReason: agui.FinishToolCalls})
+	a := &turns{t: [][]agui.Event{turn}}
+	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), RunID: "run-1",
+		Tools: []*chat.Tool{approvalTool(&deploys), addTool(&adds)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deploys != 0 || len(adds) != 0 {
+		t.Fatalf("nothing may run while an approval is pending: deploy %d add %d", deploys, len(adds))
+	}
+	fin := evs[len(evs)-1]
+	it := fin.Outcome.Interrupts[0]
+	if it.ID != "approval_c1" || it.Reason != "tool_call" || it.Message != "Approval required to run deploy" {
+		t.Fatalf("interrupt: %+v", it)
+	}
+	b, _ := json.Marshal(it.Metadata["tanstack:interruptBinding"])
+	var binding map[string]any
+	_ = json.Unmarshal(b, &binding)
+	if binding["v"] != 1.0 || binding["interruptedRunId"] != "run-1" || binding["generation"] != 0.0 ||
+		!strings.HasPrefix(binding["inputSchemaHash"].(string), "sha256:") || !strings.HasPrefix(binding["responseSchemaHash"].(string), "sha256:") {
+		t.Fatalf("binding: %s", b)
+	}
+}
+
+// history is the conversation a paused run leaves for its resume.
+func pausedHistory(calls ...[3]string) []agui.ModelMessage {
+	msg := agui.ModelMessage{Role: agui.RoleAssistant, ID: "a1"}
+	for _, c := range calls {
+		msg.ToolCalls = append(msg.ToolCalls, agui.ToolCall{ID: c[0], Type: "function", Function: agui.FunctionCall{Name: c[1], Arguments: c[2]}})
+	}
+	return append(user("deploy please"), msg)
+}
+
+func resumeRun(t *testing.T, hist []agui.ModelMessage, parent string, items []chat.ResumeItem, tools ...*chat.Tool) ([]agui.Event, *turns, error) {
+	t.Helper()
+	a := &turns{t: [][]agui.Event{textTurn("m2", "done", "stop")}}
+	evs, err := collect(t, chat.Options{Adapter: a, Messages: hist, RunID: "run-2", ParentRunID: parent, Resume: items, Tools: tools})
+	return evs, a, err
+}
+
+func TestCheck17ApproveRunsToolThenModel(t *testing.T) {
+	var deploys int
+	evs, a, err := resumeRun(t, pausedHistory([3]string{"c1", "deploy", `{"env":"prod"}`}), "run-1",
+		[]chat.ResumeItem{{InterruptID: "approval_c1", Status: "resolved", Payload: json.RawMessage("true")}}, approvalTool(&deploys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deploys != 1 || len(a.reqs) != 1 || !strings.HasPrefix(types(evs), "TOOL_CALL_RESULT RUN_STARTED") {
+		t.Fatalf("deploys %d calls %d stream %s", deploys, len(a.reqs), types(evs))
+	}
+}
+
+func TestCheck18DenyAndCancelNeverRun(t *testing.T) {
+	for _, tc := range []struct {
+		item chat.ResumeItem
+		want string
+	}{
+		{chat.ResumeItem{InterruptID: "approval_c1", Status: "resolved", Payload: json.RawMessage("false")}, `{"error":"User declined tool execution"}`},
+		{chat.ResumeItem{InterruptID: "approval_c1", Status: "cancelled"}, `{"error":"Tool execution cancelled"}`},
+	} {
+		var deploys int
+		evs, _, err := resumeRun(t, pausedHistory([3]string{"c1", "deploy", `{"env":"prod"}`}), "run-1", []chat.ResumeItem{tc.item}, approvalTool(&deploys))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if deploys != 0 || evs[0].Type != agui.ToolCallResult || evs[0].Content != tc.want {
+			t.Fatalf("%s: deploys %d first %s %q", tc.item.Status, deploys, evs[0].Type, evs[0].Content)
+		}
+	}
+}
+
+func TestCheck19EditedArgs(t *testing.T) {
+	var got []string
+	tool := chat.NewTool("deploy", "deploy", func(ctx context.Context, in struct {
+		Env string `json:"env"`
+	}) (string, error) {
+		got = append(got, in.Env)
+		return "ok", nil
+	})
+	tool.NeedsApproval = true
+	payload := json.RawMessage(`{"approved":true,"editedArgs":{"env":"staging"}}`)
+	if _, _, err := resumeRun(t, pausedHistory([3]string{"c1", "deploy", `{"env":"prod"}`}), "run-1",
+		[]chat.ResumeItem{{InterruptID: "approval_c1", Status: "resolved", Payload: payload}}, tool); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "staging" {
+		t.Fatalf("executed with %v", got)
+	}
+	// No input schema: invalid-edited-args, nothing runs.
+	bare := &chat.Tool{Name: "deploy", NeedsApproval: true, Execute: func(context.Context, json.RawMessage) (any, error) {
+		t.Fatal("ran")
+		return nil, nil
+	}}
+	evs, _, err := resumeRun(t, pausedHistory([3]string{"c1", "deploy", `{}`}), "run-1",
+		[]chat.ResumeItem{{InterruptID: "approval_c1", Status: "resolved", Payload: payload}}, bare)
+	if err != nil || len(evs) != 1 || evs[0].Type != agui.RunError || !strings.Contains(string(agui.AppendWire(nil, &evs[0])), "invalid-edited-args") {
+		t.Fatalf("err %v stream %s", err, types(evs))
+	}
+}
+
+func TestCheck20And21StaleAndIncompleteBatches(t *testing.T) {
+	var deploys int
+	item := chat.ResumeItem{InterruptID: "approval_c1", Status: "resolved", Payload: json.RawMessage("true")}
+	evs, a, err := resumeRun(t, pausedHistory([3]string{"c1", "deploy", `{}`}), "", []chat.ResumeItem{item}, approvalTool(&deploys))
+	if err != nil || len(evs) != 1 || evs[0].Code != "stale" || len(a.reqs) != 0 {
+		t.Fatalf("missing parentRunId: err %v stream %s code %q calls %d", err, types(evs), evs[0].Code, len(a.reqs))
+	}
+	if _, ok := evs[0].TanstackMeta()["interruptErrors"]; !ok {
+		t.Fatal("no interruptErrors")
+	}
+	evs, a, err = resumeRun(t, pausedHistory([3]string{"c1", "deploy", `{}`}, [3]string{"c2", "deploy", `{}`}), "run-1", []chat.ResumeItem{item}, approvalTool(&deploys))
+	wire := string(agui.AppendWire(nil, &evs[0]))
+	if err != nil || len(evs) != 1 || !strings.Contains(wire, "incomplete-batch") || deploys != 0 || len(a.reqs) != 0 {
+		t.Fatalf("incomplete batch: %v %s deploys %d", err, wire, deploys)
+	}
+}
+
+func TestCheck22And23ClientResultsAndPlaceholders(t *testing.T) {
+	hist := pausedHistory([3]string{"c1", "pick", `{"q":"x"}`})
+	evs, a, err := resumeRun(t, hist, "run-1", []chat.ResumeItem{{InterruptID: "client_tool_c1", Status: "resolved", Payload: json.RawMessage(`{"picked":"red"}`)}}, clientTool("pick"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs[0].Type != agui.ToolCallResult || evs[0].Content != `{"picked":"red"}` {
+		t.Fatalf("client result: %s", types(evs))
+	}
+	if m := a.reqs[0].Messages[2]; m.Role != "tool" || m.Content.String() != `{"picked":"red"}` {
+		t.Fatalf("history: %+v", a.reqs[0].Messages)
+	}
+	// An answered call is not re-run; a pendingExecution placeholder is, in place.
+	var adds []addIn
+	answered := append(pausedHistory([3]string{"c1", "add", `{"a":1,"b":1}`}), agui.ModelMessage{Role: "tool", ToolCallID: "c1", Content: agui.Text(`{"sum":2}`)})
+	if _, _, err := resumeRun(t, answered, "", nil, addTool(&adds)); err != nil || len(adds) != 0 {
+		t.Fatalf("answered call re-ran: %v %d", err, len(adds))
+	}
+	placeholder := append(pausedHistory([3]string{"c1", "add", `{"a":1,"b":1}`}), agui.ModelMessage{Role: "tool", ToolCallID: "c1", Content: agui.Text(`{"approved":true,"pendingExecution":true}`)})
+	_, a, err = resumeRun(t, placeholder, "", nil, addTool(&adds))
+	if err != nil || len(adds) != 1 || len(a.reqs[0].Messages) != 3 || a.reqs[0].Messages[2].Content.String() != `{"sum":2}` {
+		t.Fatalf("placeholder: %v adds %d history %+v", err, len(adds), a.reqs[0].Messages)
+	}
+}
+
+func TestCheck46SignedThinkingCarriedBack(t *testing.T) {
+	turn := []agui.Event{
+		{Type: agui.RunStarted},
+		{Type: agui.ReasoningStart, MessageID: "r"},
+		{Type: agui.ReasoningMessageStart, MessageID: "r", Role: "reasoning"},
+		{Type: agui.ReasoningMessageContent, MessageID: "r", Delta: "let me think"},
+		{Type: agui.ReasoningMessageEnd, MessageID: "r"},
+		{Type: agui.ReasoningEncryptedValue, Subtype: "message", EntityID: "r", EncryptedValue: "sig"},
+		{Type: agui.ReasoningEnd, MessageID: "r"},
+	}
+	turn = append(turn, toolTurn("c1", "add", `{"a":1,"b":1}`)[1:]...)
+	a := &turns{t: [][]agui.Event{turn, textTurn("m", "x", "stop")}}
+	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}}); err != nil {
+		t.Fatal(err)
+	}
+	th := a.reqs[1].Messages[1].Thinking
+	if len(th) != 1 || th[0].Content != "let me think" || th[0].Signature != "sig" {
+		t.Fatalf("thinking carried back: %+v", th)
+	}
+}
+
+type answer struct {
+	Answer     string   `json:"answer"`
+	Confidence *float64 `json:"confidence,omitempty"`
+}
+
+// structuredAdapter adds a one-shot structured-output call to turns.
+type structuredAdapter struct {
+	*turns
+	raw    string
+	schema json.RawMessage
+	calls  int
+}
+
+func (s *structuredAdapter) StructuredOutput(ctx context.Context, req *chat.Request, schema json.RawMessage) (*chat.StructuredResult, error) {
+	s.calls++
+	s.schema = schema
+	var v any
+	if err := json.Unmarshal([]byte(s.raw), &v); err != nil {
+		return nil, err
+	}
+	return &chat.StructuredResult{Data: v, RawText: s.raw, Usage: &agui.TokenUsage{TotalTokens: 7}}, nil
+}
+
+func TestCheck48And51StructuredWithoutToolsAndNullWidening(t *testing.T) {
+	var phases []chat.Phase
+	var usage []int64
+	var finish *chat.FinishInfo
+	mw := &chat.Middleware{Name: "m",
+		OnStructuredOutputConfig: func(c *chat.Context, cfg *chat.StructuredOutputConfig) error {
+			phases = append(phases, c.Phase)
+			return nil
+		},
+		OnIteration: func(*chat.Context, chat.IterationInfo) error {
+			t.Error("onIteration fired for finalization")
+			return nil
+		},
+		OnUsage:  func(_ *chat.Context, u agui.TokenUsage) error { usage = append(usage, u.TotalTokens); return nil },
+		OnFinish: func(_ *chat.Context, i chat.FinishInfo) error { finish = &i; return nil },
+	}
+	a := &structuredAdapter{turns: &turns{}, raw: `{"answer":"4","confidence":null}`}
+	schema := json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"},"confidence":{"type":"number"}},"required":["answer"]}`)
+	got, err := chat.Structured[answer](context.Background(), chat.Options{Adapter: a, Messages: user("2+2?"), Middleware: []*chat.Middleware{mw}, OutputSchema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Answer != "4" || got.Confidence != nil || len(a.reqs) != 0 || a.calls != 1 {
+		t.Fatalf("got %+v, chatStream calls %d, structured calls %d", got, len(a.reqs), a.calls)
+	}
+	if len(phases) != 1 || phases[0] != chat.PhaseStructuredOutput || len(usage) != 1 || usage[0] != 7 {
+		t.Fatalf("phases %v usage %v", phases, usage)
+	}
+	if finish == nil || finish.FinishReason != "" || finish.Usage != nil {
+		t.Fatalf("terminal info must reflect the (empty) loop: %+v", finish)
+	}
+	var sent map[string]any
+	_ = json.Unmarshal(a.schema, &sent)
+	props := sent["properties"].(map[string]any)
+	if sent["additionalProperties"] != false || len(sent["required"].([]any)) != 2 {
+		t.Fatalf("schema not strict: %s", a.schema)
+	}
+	if ty, _ := json.Marshal(props["confidence"].(map[string]any)["type"]); string(ty) != `["number","null"]` {
+		t.Fatalf("optional not widened: %s", ty)
+	}
+}
+
+func TestCheck49StructuredStreamShape(t *testing.T) {
+	a := &structuredAdapter{turns: &turns{}, raw: `{"answer":"4"}`}
+	schema := json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}`)
+	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), OutputSchema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range evs {
+		n := string(e.Type)
+		if e.Type == agui.Custom {
+			n = e.Name
+		}
+		names = append(names, n)
+	}
+	want := "RUN_STARTED structured-output.start TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END structured-output.complete RUN_FINISHED"
+	if strings.Join(names, " ") != want {
+		t.Fatalf("got  %s\nwant %s", strings.Join(names, " "), want)
+	}
+}
+
+// combinedAdapter supports tools and schema in one call (text source).
+type combinedAdapter struct{ *turns }
+
+func (combinedAdapter) SupportsCombinedToolsAndSchema(map[string]any) bool   { return true }
+func (combinedAdapter) CombinedStructuredOutputSource(map[string]any) string { return "text" }
+
+func TestCheck50NativeCombined(t *testing.T) {
+	var soConfig bool
+	mw := &chat.Middleware{Name: "m", OnStructuredOutputConfig: func(*chat.Context, *chat.StructuredOutputConfig) error { soConfig = true; return nil }}
+	schema := json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}`)
+	a := combinedAdapter{&turns{t: [][]agui.Event{textTurn("m", `{"answer":"4"}`, "stop")}}}
+	got, err := chat.Structured[answer](context.Background(), chat.Options{Adapter: a, Messages: user("x"), OutputSchema: schema, Middleware: []*chat.Middleware{mw}})
+	if err != nil || got.Answer != "4" || soConfig || len(a.reqs) != 1 || a.reqs[0].OutputSchema == nil {
+		t.Fatalf("got %+v err %v soConfig %v", got, err, soConfig)
+	}
+	b := combinedAdapter{&turns{t: [][]agui.Event{textTurn("m", `{"answer":`, "stop")}}}
+	_, err = chat.Structured[answer](context.Background(), chat.Options{Adapter: b, Messages: user("x"), OutputSchema: schema})
+	var re *chat.RunError
+	if !asRunError(err, &re) || re.Code != chat.CodeStructuredParse || !strings.HasPrefix(re.Message, "Failed to parse structured output as JSON. Content: {\"answer\":") {
+		t.Fatalf("bad JSON: %v", err)
+	}
+}
+
+func asRunError(err error, re **chat.RunError) bool {
+	if err == nil {
+		return false
+	}
+	r, ok := err.(*chat.RunError)
+	*re = r
+	return ok
+}
