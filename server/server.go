@@ -160,6 +160,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		opts.Resume = append(opts.Resume, chat.ResumeItem{InterruptID: e.InterruptID, Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
 	}
 	opts.Tools = MergeTools(opts.Tools, in.Tools)
+	if opts.OutputSchema == nil {
+		// A client asks for structured output with forwardedProps.outputSchema.
+		var fp struct {
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if json.Unmarshal(in.ForwardedProps, &fp) == nil && len(fp.OutputSchema) > 0 && string(fp.OutputSchema) != "null" {
+			opts.OutputSchema = fp.OutputSchema
+		}
+	}
 	if err := chat.Check(&opts); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return

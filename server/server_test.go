@@ -315,3 +315,85 @@ func TestCheck45SSEFramingAndHeaders(t *testing.T) {
 		t.Fatalf("ndjson: %s %s", res.Header.Get("Content-Type"), raw)
 	}
 }
+
+// An interrupt and its resume over HTTP, exactly as the TanStack client
+// sends them: a new POST with parentRunId and a resume batch.
+func TestInterruptAndResumeOverHTTP(t *testing.T) {
+	sc, err := scripted.Parse([]byte(`{"name":"pick","turns":[
+	  [{"type":"RUN_STARTED","threadId":"t1","runId":"r1"},
+	   {"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"client_pick","index":0},
+	   {"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"{\"options\":[\"red\",\"blue\"]}"},
+	   {"type":"TOOL_CALL_END","toolCallId":"c1"},
+	   {"type":"RUN_FINISHED","threadId":"t1","runId":"r1","finishReason":"tool_calls"}],
+	  [{"type":"RUN_STARTED","threadId":"t1","runId":"r2"},
+	   {"type":"TEXT_MESSAGE_START","messageId":"m2","role":"assistant"},
+	   {"type":"TEXT_MESSAGE_CONTENT","messageId":"m2","delta":"red it is"},
+	   {"type":"TEXT_MESSAGE_END","messageId":"m2"},
+	   {"type":"RUN_FINISHED","threadId":"t1","runId":"r2","finishReason":"stop"}]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := &scripted.Catalogue{}
+	tools, _ := cat.Tools([]string{"client_pick"})
+	adapter := scripted.New(sc)
+	h := server.ChatHandler(server.Config{Options: func(*server.Request) (chat.Options, error) {
+		return chat.Options{Adapter: adapter, Tools: tools, Debug: chat.DebugNone()}, nil
+	}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	res := post(t, context.Background(), srv.URL, nil, body)
+	fs := frames(t, res.Body)
+	res.Body.Close()
+	fin := fs[len(fs)-1].Event
+	if fin.Outcome == nil || fin.Outcome.Type != "interrupt" || fin.Outcome.Interrupts[0].ID != "client_tool_c1" {
+		t.Fatalf("first run: %s", agui.AppendJSON(nil, &fin))
+	}
+	var snapshot json.RawMessage
+	for _, f := range fs {
+		if f.Event.Type == agui.MessagesSnapshot {
+			snapshot = f.Event.Messages
+		}
+	}
+	resume := `{"threadId":"t1","runId":"r2","parentRunId":"r1","state":{},"messages":` + string(snapshot) +
+		`,"resume":[{"interruptId":"client_tool_c1","status":"resolved","payload":{"picked":"red"}}],"tools":[],"context":[],"forwardedProps":{}}`
+	res = post(t, context.Background(), srv.URL, nil, resume)
+	fs = frames(t, res.Body)
+	res.Body.Close()
+	if fs[len(fs)-1].Event.Type != agui.RunFinished || fs[1].Event.Type != agui.ToolCallResult || fs[1].Event.Content != `{"picked":"red"}` {
+		var ts []string
+		for _, f := range fs {
+			ts = append(ts, string(f.Event.Type))
+		}
+		t.Fatalf("resume run: %v", ts)
+	}
+	calls := adapter.Calls()
+	if len(calls) != 2 || calls[1].Messages[len(calls[1].Messages)-1].Role != "tool" {
+		t.Fatalf("second model call: %+v", calls)
+	}
+}
+
+func TestStructuredOutputOverHTTP(t *testing.T) {
+	sc, err := scripted.Parse([]byte(`{"name":"so","structured":{"raw":"{\"answer\":\"4\"}"},"turns":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := scripted.New(sc)
+	h := server.ChatHandler(server.Config{Options: func(*server.Request) (chat.Options, error) {
+		return chat.Options{Adapter: adapter, Debug: chat.DebugNone()}, nil
+	}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	b := strings.Replace(body, `"forwardedProps":{}`, `"forwardedProps":{"outputSchema":{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}}`, 1)
+	res := post(t, context.Background(), srv.URL, nil, b)
+	fs := frames(t, res.Body)
+	res.Body.Close()
+	var complete *agui.Event
+	for i := range fs {
+		if fs[i].Event.Name == "structured-output.complete" {
+			complete = &fs[i].Event
+		}
+	}
+	if complete == nil || !strings.Contains(string(complete.Value), `"object":{"answer":"4"}`) || fs[len(fs)-1].Event.Type != agui.RunFinished {
+		t.Fatalf("structured stream: %+v", fs)
+	}
+}
