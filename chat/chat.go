@@ -44,6 +44,8 @@ type Options struct {
 	OutputSchema json.RawMessage
 	// Debug selects logging; nil logs errors only.
 	Debug *Debug
+	// LazyTools configures how Lazy tools are advertised.
+	LazyTools LazyTools
 	// Disconnect is the run's disconnect notifier, owned by the transport
 	// (nil: the engine makes one nobody notifies).
 	Disconnect *RunDisconnect
@@ -233,6 +235,7 @@ type run struct {
 	chunk agui.Event // the model chunk in flight (see streamModelTurn)
 
 	disconnect *RunDisconnect
+	lazy       *lazyManager // nil without lazy tools
 
 	caps  map[CapabilityKey]any
 	capMu sync.Mutex
@@ -276,6 +279,9 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 	r.messages = append([]agui.ModelMessage(nil), opts.Messages...)
 	r.systemPrompts = append([]SystemPrompt(nil), opts.SystemPrompts...)
 	r.tools = append([]*Tool(nil), opts.Tools...)
+	if r.lazy = newLazyManager(r.tools, opts.Messages, opts.LazyTools); r.lazy != nil {
+		r.tools = r.lazy.active()
+	}
 	r.modelOptions = opts.ModelOptions
 	r.metadata = opts.Metadata
 	r.resume = opts.Resume

@@ -432,3 +432,48 @@ func asRunError(err error, re **chat.RunError) bool {
 	*re = r
 	return ok
 }
+
+func TestCheck47LazyToolsHiddenUntilDiscovered(t *testing.T) {
+	var calls []addIn
+	lazyAdd := addTool(&calls)
+	lazyAdd.Lazy = true
+	lazyAdd.Description = "Add two numbers. Exactly."
+	a := &turns{t: [][]agui.Event{
+		toolTurn("c1", "add", `{"a":1,"b":2}`), // too early
+		toolTurn("c2", chat.DiscoveryToolName, `{"toolNames":["add","nope"]}`),
+		toolTurn("c3", "add", `{"a":1,"b":2}`),
+		textTurn("m", "3", "stop"),
+	}}
+	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{lazyAdd}, LazyTools: chat.LazyTools{IncludeDescription: "first-sentence"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(i int) []string {
+		var n []string
+		for _, s := range a.reqs[i].Tools {
+			n = append(n, s.Name)
+		}
+		return n
+	}
+	if got := names(0); len(got) != 1 || got[0] != chat.DiscoveryToolName {
+		t.Fatalf("first call advertised %v", got)
+	}
+	if d := a.reqs[0].Tools[0].Description; !strings.Contains(d, "Available tools: [add — Add two numbers.]") {
+		t.Fatalf("discovery description: %s", d)
+	}
+	if got := names(2); len(got) != 1 || got[0] != "add" {
+		t.Fatalf("after discovery advertised %v", got)
+	}
+	results := map[string]string{}
+	for _, e := range evs {
+		if e.Type == agui.ToolCallResult {
+			results[e.ToolCallID] = e.Content
+		}
+	}
+	if !strings.Contains(results["c1"], "must be discovered first") || !strings.Contains(results["c2"], `"errors":["Unknown tool: 'nope'`) || results["c3"] != `{"sum":3}` {
+		t.Fatalf("results %v", results)
+	}
+	if len(calls) != 1 {
+		t.Fatalf("executions %d", len(calls))
+	}
+}

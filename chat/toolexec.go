@@ -132,8 +132,13 @@ func (r *run) processToolCalls() error {
 	r.recordToolCalls(calls)
 	r.addAssistantToolCallMessage(calls)
 	var executable []agui.ToolCall
+	var lazyErrs []ToolResult
 	for _, tc := range calls {
 		if _, failed := r.streamedToolErrors[tc.ID]; failed {
+			continue
+		}
+		if r.lazy.undiscovered(tc.Function.Name) {
+			lazyErrs = append(lazyErrs, errResult(tc.ID, tc.Function.Name, nil, undiscoveredError(tc.Function.Name)))
 			continue
 		}
 		executable = append(executable, tc)
@@ -142,6 +147,7 @@ func (r *run) processToolCalls() error {
 	for _, id := range r.streamedErrorOrder {
 		deferredErrs = append(deferredErrs, r.streamedToolErrors[id])
 	}
+	deferredErrs = append(deferredErrs, lazyErrs...)
 	if len(executable) == 0 {
 		r.flushHeld(&r.heldToolFinished)
 		if err := r.emitResults(deferredErrs, nil); err != nil {
@@ -205,6 +211,10 @@ func (r *run) processToolCalls() error {
 	if err := r.emitResults(all, nil); err != nil {
 		return err
 	}
+	if r.lazy != nil && r.lazy.fresh {
+		r.tools = r.lazy.active()
+		r.syncContext()
+	}
 	r.calls.reset()
 	r.toolPhase = "continue"
 	return nil
@@ -225,6 +235,21 @@ func (r *run) pendingToolCalls() (bool, error) {
 		return false, nil
 	}
 	r.recordToolCalls(pending)
+	var lazyErrs []ToolResult
+	if r.lazy != nil {
+		kept := pending[:0:0]
+		for _, tc := range pending {
+			if r.lazy.undiscovered(tc.Function.Name) {
+				lazyErrs = append(lazyErrs, errResult(tc.ID, tc.Function.Name, nil, undiscoveredError(tc.Function.Name)))
+				continue
+			}
+			kept = append(kept, tc)
+		}
+		pending = kept
+	}
+	if len(pending) == 0 {
+		return false, r.emitResults(lazyErrs, nil)
+	}
 	r.mctx.Phase = PhaseBeforeTools
 	if paused, err := r.boundaryWith(PhaseBeforeTools, pending); err != nil || paused {
 		return paused, err
@@ -256,7 +281,7 @@ func (r *run) pendingToolCalls() (bool, error) {
 		r.toolPhase = "wait"
 		return true, nil
 	}
-	return false, r.emitResults(res.results, nil)
+	return false, r.emitResults(append(res.results, lazyErrs...), nil)
 }
 
 func (r *run) pendingFromMessages() []agui.ToolCall {
@@ -306,6 +331,10 @@ func (r *run) executeToolCalls(calls []agui.ToolCall) (execResult, error) {
 	byName := make(map[string]*Tool, len(r.tools))
 	for _, t := range r.tools {
 		byName[t.Name] = t
+	}
+	if r.lazy != nil {
+		// The discovery tool stays executable after everything was found.
+		byName[DiscoveryToolName] = r.lazy.discovery
 	}
 	pendingApproval := false
 	for _, tc := range calls {
