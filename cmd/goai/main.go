@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/goai-sdk/goai/provider/mockprovider"
 )
 
 func main() {
@@ -26,6 +28,8 @@ commands:
   serve   run the chat server with the web UI
   run     run one scenario and write its wire bytes to stdout
   watch   watch a directory and print file events as JSON lines
+  mock-provider  serve a scenario in a provider's wire format (openai-responses,
+          openai-chat, anthropic, gemini, ollama) for offline testing
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -40,6 +44,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "watch":
 		return watch(ctx, args[1:], stdout, stderr)
+	case "mock-provider":
+		return mockprovider.Main(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -15,6 +15,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/provider/fromenv"
 	"github.com/goai-sdk/goai/provider/scripted"
 	"github.com/goai-sdk/goai/sandbox/watchcli"
 	"github.com/goai-sdk/goai/server"
@@ -25,7 +26,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", envOr("GOAI_ADDR", "127.0.0.1:8080"), "listen address")
-	model := fs.String("model", os.Getenv("GOAI_MODEL"), "model: scripted:FILE, or empty for the offline demo")
+	model := fs.String("model", envOr("GOAI_MODEL", defaultModel(os.Getenv)), "model: provider:model (openai, openai-chat, anthropic, gemini, ollama, openaicompat), scripted:FILE, or demo")
 	wire := fs.String("wire", envOr("GOAI_WIRE", "agui"), "wire profile: agui or tanstack")
 	storeURL := fs.String("store", envOr("GOAI_STORE", "sqlite:.goai/goai.db"), "run store: sqlite:PATH, postgres://..., or none")
 	if err := fs.Parse(args); err != nil {
@@ -123,7 +124,28 @@ func modelOptions(model string) (func(*server.Request) (chat.Options, error), st
 			return opts, nil
 		}, "scripted " + sc.Name, nil
 	}
-	return nil, "", fmt.Errorf("unknown model %q: provider adapters are not built yet; use scripted:FILE or leave GOAI_MODEL empty for the demo", model)
+	adapter, err := fromenv.Adapter(model, os.Getenv, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	return func(*server.Request) (chat.Options, error) {
+		return chat.Options{Adapter: adapter}, nil
+	}, model, nil
+}
+
+// defaultModel picks a model when GOAI_MODEL is unset: the first provider
+// whose key is in the environment, else the offline demo.
+func defaultModel(getenv func(string) string) string {
+	for _, c := range []struct{ key, model string }{
+		{"OPENAI_API_KEY", "openai:gpt-4.1-mini"},
+		{"ANTHROPIC_API_KEY", "anthropic:claude-sonnet-4-5"},
+		{"GEMINI_API_KEY", "gemini:gemini-2.5-flash"},
+	} {
+		if getenv(c.key) != "" {
+			return c.model
+		}
+	}
+	return ""
 }
 
 var _ = agui.SSE

@@ -1,0 +1,535 @@
+// Package gemini adapts the Gemini API's streamGenerateContent (SSE) to the
+// goai engine.
+//
+// Why hand-written rather than google.golang.org/genai: the SDK brings 72
+// modules and decodes every chunk through map[string]any, which allocates
+// heavily (go-anchors.md §2); the adapter needs one POST with alt=sse and
+// its own decoding of a handful of fields.
+//
+// Function calls arrive whole; each becomes TOOL_CALL_START (with
+// metadata.thoughtSignature when the part carries one, so the engine keeps
+// it on the tool call and fans out a tool-call REASONING_ENCRYPTED_VALUE),
+// one TOOL_CALL_ARGS with the JSON arguments, and TOOL_CALL_END. Thought
+// parts (thought: true) become REASONING_* events; a thought signature on a
+// non-call part is reported as the reasoning signature and replayed on the
+// first part of the model turn. Model options are spread natively:
+// generation keys (temperature, topP, topK, maxOutputTokens, thinkingConfig,
+// stopSequences, seed, ...) go into generationConfig, request-level keys
+// (safetySettings, toolConfig, cachedContent, labels) stay at the top. The
+// API key is sent in the x-goog-api-key header, never in the URL.
+package gemini
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/internal/jsonlex"
+	"github.com/goai-sdk/goai/provider/internal/wire"
+)
+
+// Options configures the transport: base URL (default
+// https://generativelanguage.googleapis.com/v1beta), API key, HTTP client,
+// headers, retries.
+type Options = wire.Options
+
+// DefaultBaseURL is the Gemini API root.
+const DefaultBaseURL = "https://generativelanguage.googleapis.com/v1beta"
+
+var topLevel = []string{"safetySettings", "toolConfig", "cachedContent", "labels", "systemInstruction", "tools", "contents", "generationConfig"}
+
+// Adapter streams turns from models/{model}:streamGenerateContent.
+type Adapter struct {
+	model string
+	opts  *Options
+}
+
+// New returns an adapter for model. opts may be nil.
+func New(model string, opts *Options) *Adapter { return &Adapter{model: model, opts: opts} }
+
+// Name implements chat.Adapter.
+func (a *Adapter) Name() string { return "gemini" }
+
+// Model implements chat.Adapter.
+func (a *Adapter) Model() string { return a.model }
+
+// StructuredOutput implements chat.StructuredOutputAdapter with
+// responseMimeType application/json and responseJsonSchema.
+func (a *Adapter) StructuredOutput(ctx context.Context, req *chat.Request, schema json.RawMessage) (*chat.StructuredResult, error) {
+	return wire.Structured(ctx, a, req, schema)
+}
+
+// Body builds the request body for req.
+func (a *Adapter) Body(req *chat.Request) ([]byte, error) {
+	b := wire.NewBody()
+	contents, err := contents(req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	b.Value("contents", contents)
+	if s := wire.SystemText(req.SystemPrompts); s != "" {
+		b.Value("systemInstruction", map[string]any{"parts": []any{map[string]any{"text": s}}})
+	}
+	if len(req.Tools) > 0 {
+		decls := make([]map[string]any, len(req.Tools))
+		for i, t := range req.Tools {
+			d := map[string]any{"name": t.Name, "parametersJsonSchema": wire.SchemaOrEmpty(t.InputSchema)}
+			if t.Description != "" {
+				d["description"] = t.Description
+			}
+			decls[i] = d
+		}
+		b.Value("tools", []any{map[string]any{"functionDeclarations": decls}})
+	}
+	gen := map[string]any{}
+	if g, ok := req.ModelOptions["generationConfig"].(map[string]any); ok {
+		for k, v := range g {
+			gen[k] = v
+		}
+	}
+	for k, v := range req.ModelOptions {
+		if !slices.Contains(topLevel, k) {
+			gen[k] = v
+		}
+	}
+	if len(req.OutputSchema) > 0 {
+		gen["responseMimeType"] = "application/json"
+		gen["responseJsonSchema"] = req.OutputSchema
+	}
+	if len(gen) > 0 {
+		b.Value("generationConfig", gen)
+	}
+	for _, k := range topLevel[:4] {
+		if v, ok := req.ModelOptions[k]; ok {
+			b.Value(k, v)
+		}
+	}
+	return b.Bytes()
+}
+
+type content struct {
+	Role  string `json:"role"`
+	Parts []any  `json:"parts"`
+}
+
+func contents(in []agui.ModelMessage) ([]content, error) {
+	out := make([]content, 0, len(in))
+	names := map[string]string{}
+	add := func(role string, parts ...any) {
+		if len(parts) == 0 {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Parts = append(out[n-1].Parts, parts...)
+			return
+		}
+		out = append(out, content{Role: role, Parts: parts})
+	}
+	for i := range in {
+		m := &in[i]
+		switch m.Role {
+		case agui.RoleUser, agui.RoleSystem, agui.RoleDeveloper:
+			parts, err := userParts(m.Content)
+			if err != nil {
+				return nil, err
+			}
+			add("user", parts...)
+		case agui.RoleAssistant:
+			var parts []any
+			sig := ""
+			for _, th := range m.Thinking {
+				if th.Signature != "" {
+					sig = th.Signature
+					break
+				}
+			}
+			if t := m.Content.String(); t != "" {
+				p := map[string]any{"text": t}
+				if sig != "" {
+					p["thoughtSignature"] = sig
+					sig = ""
+				}
+				parts = append(parts, p)
+			}
+			for _, tc := range m.ToolCalls {
+				names[tc.ID] = tc.Function.Name
+				p := map[string]any{"functionCall": map[string]any{"name": tc.Function.Name, "args": wire.ObjectOrEmpty(tc.Function.Arguments)}}
+				if ts, ok := tc.Metadata["thoughtSignature"].(string); ok && ts != "" {
+					p["thoughtSignature"] = ts
+				}
+				parts = append(parts, p)
+			}
+			if sig != "" && len(parts) == 0 {
+				parts = append(parts, map[string]any{"text": "", "thoughtSignature": sig})
+			}
+			add("model", parts...)
+		case agui.RoleTool:
+			text := wire.ToolResultText(m)
+			var resp any = map[string]any{"result": text}
+			if o := wire.ObjectOrEmpty(text); string(o) != "{}" || text == "{}" {
+				resp = o
+			}
+			if m.Error != "" {
+				resp = map[string]any{"error": text}
+			}
+			add("user", map[string]any{"functionResponse": map[string]any{"name": names[m.ToolCallID], "response": resp}})
+		}
+	}
+	return out, nil
+}
+
+func userParts(c agui.Content) ([]any, error) {
+	if !c.IsParts() {
+		if s := c.String(); s != "" {
+			return []any{map[string]any{"text": s}}, nil
+		}
+		return nil, nil
+	}
+	var out []any
+	for _, p := range c.PartList() {
+		switch p.Type {
+		case "text":
+			out = append(out, map[string]any{"text": p.Content})
+		case "image", "audio", "video", "document":
+			if p.Source == nil {
+				continue
+			}
+			mt := p.Source.MimeType
+			if mt == "" {
+				mt = map[string]string{"image": "image/png", "audio": "audio/wav", "video": "video/mp4", "document": "application/pdf"}[p.Type]
+			}
+			if p.Source.Type == "url" {
+				out = append(out, map[string]any{"fileData": map[string]any{"mimeType": mt, "fileUri": p.Source.Value}})
+			} else {
+				out = append(out, map[string]any{"inlineData": map[string]any{"mimeType": mt, "data": p.Source.Value}})
+			}
+		default:
+			return nil, &wire.ErrUnsupported{Msg: "gemini: unsupported content part " + p.Type}
+		}
+	}
+	return out, nil
+}
+
+// ChatStream implements chat.Adapter.
+func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
+	return func(yield func(agui.Event, error) bool) {
+		em := wire.NewEmitter(yield, req, a.model)
+		em.Secret = a.opts.Key()
+		if !em.Start() {
+			return
+		}
+		body, err := a.Body(req)
+		if err != nil {
+			em.Fail("invalid_request", err.Error(), nil)
+			return
+		}
+		h := map[string][]string{}
+		if k := a.opts.Key(); k != "" {
+			h["X-Goog-Api-Key"] = []string{k}
+		}
+		u := a.opts.Base(DefaultBaseURL) + "/models/" + url.PathEscape(a.model) + ":streamGenerateContent?alt=sse"
+		resp, err := wire.Do(ctx, a.opts, &wire.Request{URL: u, Headers: h, Body: body})
+		if err != nil {
+			if ctx.Err() == nil {
+				em.FailErr(err)
+			}
+			return
+		}
+		defer resp.Close()
+		p := NewParser(em)
+		sse := wire.NewSSEReader(resp.Body)
+		for !em.Stopped() {
+			_, data, err := sse.Next()
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				if wire.NotEOF(err) == nil && p.End() {
+					return
+				}
+				em.Incomplete(wire.NotEOF(err))
+				return
+			}
+			if err := p.Feed(data); err != nil {
+				em.Fail("invalid_response", "gemini: malformed stream chunk: "+err.Error(), nil)
+				return
+			}
+		}
+	}
+}
+
+// Parser translates streamGenerateContent chunks into adapter chunks.
+// Gemini has no terminal event: the turn ends with the stream, after a
+// chunk that carried a finishReason.
+type Parser struct {
+	em      *wire.Emitter
+	s       jsonlex.Scanner
+	usage   *agui.TokenUsage
+	finish  string
+	blocked string
+	sig     string
+	calls   int
+	thought string
+	parts   []part
+}
+
+// NewParser returns a parser feeding em.
+func NewParser(em *wire.Emitter) *Parser { return &Parser{em: em} }
+
+type part struct {
+	text    string
+	thought bool
+	sig     string
+	hasCall bool
+	name    string
+	id      string
+	args    []byte
+}
+
+// Feed handles one SSE data payload.
+func (p *Parser) Feed(data []byte) error {
+	s := &p.s
+	s.Reset(data)
+	p.parts = p.parts[:0]
+	var errMsg, errStatus string
+	var errCode int64
+	hasErr := false
+	err := wire.Object(s, func(k []byte) error {
+		switch string(k) {
+		case "candidates":
+			return wire.Array(s, func(i int) error {
+				if i > 0 {
+					return wire.Skip(s)
+				}
+				return p.candidate(s)
+			})
+		case "usageMetadata":
+			u, err := parseUsage(s)
+			if u != nil {
+				p.usage = u
+			}
+			return err
+		case "responseId":
+			id, err := wire.Str(s)
+			if p.em.MessageID == "" {
+				p.em.MessageID = id
+			}
+			return err
+		case "promptFeedback":
+			return wire.Object(s, func(k []byte) error {
+				if string(k) == "blockReason" {
+					var err error
+					p.blocked, err = wire.Str(s)
+					return err
+				}
+				return wire.Skip(s)
+			})
+		case "error":
+			hasErr = true
+			return wire.Object(s, func(k []byte) error {
+				var err error
+				switch string(k) {
+				case "message":
+					errMsg, err = wire.Str(s)
+				case "status":
+					errStatus, err = wire.Str(s)
+				case "code":
+					errCode, err = wire.Int(s)
+				default:
+					err = wire.Skip(s)
+				}
+				return err
+			})
+		}
+		return wire.Skip(s)
+	})
+	if err != nil {
+		return err
+	}
+	for i := range p.parts {
+		p.part(&p.parts[i])
+	}
+	if hasErr {
+		code := errStatus
+		if errCode != 0 {
+			code = itoa(errCode)
+		}
+		if code == "" {
+			code = "stream_error"
+		}
+		p.em.Fail(code, errMsg, p.usage)
+	}
+	return nil
+}
+
+func (p *Parser) candidate(s *jsonlex.Scanner) error {
+	return wire.Object(s, func(k []byte) error {
+		switch string(k) {
+		case "content":
+			return wire.Object(s, func(k []byte) error {
+				if string(k) != "parts" {
+					return wire.Skip(s)
+				}
+				return wire.Array(s, func(int) error {
+					p.parts = append(p.parts, part{})
+					return parsePart(s, &p.parts[len(p.parts)-1])
+				})
+			})
+		case "finishReason":
+			var err error
+			p.finish, err = wire.Str(s)
+			return err
+		}
+		return wire.Skip(s)
+	})
+}
+
+func parsePart(s *jsonlex.Scanner, pt *part) error {
+	return wire.Object(s, func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "text":
+			pt.text, err = wire.Str(s)
+		case "thought":
+			pt.thought, err = wire.Bool(s)
+		case "thoughtSignature":
+			pt.sig, err = wire.Str(s)
+		case "functionCall":
+			pt.hasCall = true
+			err = wire.Object(s, func(k []byte) error {
+				var err error
+				switch string(k) {
+				case "name":
+					pt.name, err = wire.Str(s)
+				case "id":
+					pt.id, err = wire.Str(s)
+				case "args":
+					pt.args, err = s.Raw()
+				default:
+					err = wire.Skip(s)
+				}
+				return err
+			})
+		default:
+			err = wire.Skip(s)
+		}
+		return err
+	})
+}
+
+func (p *Parser) part(pt *part) {
+	em := p.em
+	switch {
+	case pt.hasCall:
+		id := pt.id
+		if id == "" || em.HasTool(id) {
+			p.calls++
+			id = "call_" + itoa(int64(p.calls)) + "_" + wire.NewID("gemini")
+		}
+		var meta map[string]any
+		if pt.sig != "" {
+			meta = map[string]any{"thoughtSignature": pt.sig}
+		}
+		em.ToolStart(id, pt.name, em.ToolCount(), meta)
+		args := "{}"
+		if len(pt.args) > 0 && string(pt.args) != "null" {
+			args = string(pt.args)
+		}
+		em.ToolArgs(id, args)
+		em.ToolEnd(id, "")
+	case pt.thought:
+		if p.thought == "" {
+			p.thought = wire.NewID("thought")
+		}
+		em.Reasoning(p.thought, pt.text)
+		if pt.sig != "" {
+			p.sig = pt.sig
+		}
+	default:
+		if pt.sig != "" {
+			p.sig = pt.sig
+		}
+		em.Text("", pt.text)
+	}
+}
+
+// End finishes the turn at the end of the stream and reports whether a
+// finish reason (or a prompt block) had been seen.
+func (p *Parser) End() bool {
+	em := p.em
+	if em.Done() {
+		return true
+	}
+	if p.finish == "" && p.blocked == "" {
+		return false
+	}
+	if p.sig != "" {
+		// The signature belongs to the turn's thinking: the engine stores it
+		// with the thinking content it has accumulated.
+		if em.ReasoningOpen() {
+			em.EndReasoning(p.sig)
+		} else {
+			em.EndText()
+			em.Encrypted("message", "", p.sig)
+		}
+	}
+	reason := agui.FinishStop
+	switch p.finish {
+	case "MAX_TOKENS":
+		reason = agui.FinishLength
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "LANGUAGE":
+		reason = agui.FinishContentFilter
+	}
+	if p.blocked != "" {
+		reason = agui.FinishContentFilter
+	}
+	em.Finish(reason, p.usage)
+	return true
+}
+
+func parseUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
+	if s.IsNull() {
+		return nil, nil
+	}
+	u := &agui.TokenUsage{}
+	var cached, thoughts int64
+	var hasCached, hasThoughts bool
+	err := wire.Object(s, func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "promptTokenCount":
+			u.PromptTokens, err = wire.Int(s)
+		case "candidatesTokenCount":
+			u.CompletionTokens, err = wire.Int(s)
+		case "totalTokenCount":
+			u.TotalTokens, err = wire.Int(s)
+		case "cachedContentTokenCount":
+			cached, err = wire.Int(s)
+			hasCached = true
+		case "thoughtsTokenCount":
+			thoughts, err = wire.Int(s)
+			hasThoughts = true
+		default:
+			err = wire.Skip(s)
+		}
+		return err
+	})
+	if hasCached {
+		u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: wire.I64(cached)}
+	}
+	if hasThoughts {
+		u.CompletionTokens += thoughts
+		u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(thoughts)}
+	}
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	return u, err
+}
+
+func itoa(i int64) string { return strconv.FormatInt(i, 10) }

@@ -1,0 +1,504 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+
+	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/internal/jsonlex"
+	"github.com/goai-sdk/goai/provider/internal/wire"
+)
+
+// Responses streams turns from POST {base}/responses.
+type Responses struct {
+	model string
+	opts  *Options
+}
+
+// NewResponses returns a Responses API adapter for model. opts may be nil.
+func NewResponses(model string, opts *Options) *Responses {
+	return &Responses{model: model, opts: opts}
+}
+
+// Name implements chat.Adapter.
+func (a *Responses) Name() string { return "openai" }
+
+// Model implements chat.Adapter.
+func (a *Responses) Model() string { return a.model }
+
+// StructuredOutput implements chat.StructuredOutputAdapter with a strict
+// json_schema text format.
+func (a *Responses) StructuredOutput(ctx context.Context, req *chat.Request, schema json.RawMessage) (*chat.StructuredResult, error) {
+	return wire.Structured(ctx, a, req, schema)
+}
+
+// ResponsesBody builds the request body for req (exported for tests and the
+// mock server's documentation).
+func (a *Responses) ResponsesBody(req *chat.Request) ([]byte, error) {
+	b := wire.NewBody()
+	b.Value("model", a.model)
+	if s := wire.SystemText(req.SystemPrompts); s != "" {
+		b.Value("instructions", s)
+	}
+	input, err := responsesInput(req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	b.Value("input", input)
+	if len(req.Tools) > 0 {
+		tools := make([]map[string]any, len(req.Tools))
+		for i, t := range req.Tools {
+			tools[i] = map[string]any{"type": "function", "name": t.Name, "description": t.Description,
+				"parameters": wire.SchemaOrEmpty(t.InputSchema), "strict": false}
+		}
+		b.Value("tools", tools)
+	}
+	if len(req.OutputSchema) > 0 {
+		b.Value("text", map[string]any{"format": map[string]any{"type": "json_schema", "name": "structured_output",
+			"schema": req.OutputSchema, "strict": true}})
+	}
+	b.Options(req.ModelOptions, "stream", "input")
+	if _, ok := req.ModelOptions["reasoning"]; ok && !b.Has("include") {
+		b.Value("include", []string{"reasoning.encrypted_content"})
+	}
+	b.Value("stream", true)
+	return b.Bytes()
+}
+
+func responsesInput(msgs []agui.ModelMessage) ([]any, error) {
+	out := make([]any, 0, len(msgs)+4)
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.Role {
+		case agui.RoleUser:
+			c, err := responsesUserContent(m.Content)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, map[string]any{"role": "user", "content": c})
+		case agui.RoleSystem, agui.RoleDeveloper:
+			out = append(out, map[string]any{"role": m.Role, "content": m.Content.String()})
+		case agui.RoleAssistant:
+			for _, th := range m.Thinking {
+				if th.Signature == "" {
+					continue // unsigned reasoning is not sent back
+				}
+				summary := []any{}
+				if th.Content != "" {
+					summary = append(summary, map[string]any{"type": "summary_text", "text": th.Content})
+				}
+				out = append(out, map[string]any{"type": "reasoning", "summary": summary, "encrypted_content": th.Signature})
+			}
+			if t := m.Content.String(); t != "" {
+				out = append(out, map[string]any{"role": "assistant", "content": t})
+			}
+			for _, tc := range m.ToolCalls {
+				args := tc.Function.Arguments
+				if args == "" {
+					args = "{}"
+				}
+				out = append(out, map[string]any{"type": "function_call", "call_id": tc.ID, "name": tc.Function.Name, "arguments": args})
+			}
+		case agui.RoleTool:
+			out = append(out, map[string]any{"type": "function_call_output", "call_id": m.ToolCallID, "output": wire.ToolResultText(m)})
+		}
+	}
+	return out, nil
+}
+
+func responsesUserContent(c agui.Content) (any, error) {
+	if !c.IsParts() {
+		return c.String(), nil
+	}
+	parts := make([]any, 0, len(c.PartList()))
+	for _, p := range c.PartList() {
+		switch p.Type {
+		case "text":
+			parts = append(parts, map[string]any{"type": "input_text", "text": p.Content})
+		case "image":
+			if p.Source == nil {
+				continue
+			}
+			parts = append(parts, map[string]any{"type": "input_image", "image_url": wire.MediaValue(p.Source, "image/png"), "detail": "auto"})
+		case "document":
+			if p.Source == nil {
+				continue
+			}
+			if p.Source.Type == "url" {
+				parts = append(parts, map[string]any{"type": "input_file", "file_url": p.Source.Value})
+			} else {
+				parts = append(parts, map[string]any{"type": "input_file", "filename": fileName(p), "file_data": wire.DataURL(p.Source, "application/pdf")})
+			}
+		case "audio":
+			if p.Source == nil {
+				continue
+			}
+			if p.Source.Type == "url" {
+				return nil, &wire.ErrUnsupported{Msg: "openai: audio parts must be inline base64 data"}
+			}
+			parts = append(parts, map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": p.Source.Value, "format": audioFormat(p.Source.MimeType)}})
+		default:
+			return nil, &wire.ErrUnsupported{Msg: "openai: unsupported content part " + p.Type}
+		}
+	}
+	return parts, nil
+}
+
+func fileName(p agui.ContentPart) string {
+	if n, ok := p.Metadata["filename"].(string); ok && n != "" {
+		return n
+	}
+	return "document.pdf"
+}
+
+func audioFormat(mime string) string {
+	switch mime {
+	case "audio/mpeg", "audio/mp3":
+		return "mp3"
+	}
+	return "wav"
+}
+
+// ChatStream implements chat.Adapter.
+func (a *Responses) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
+	return func(yield func(agui.Event, error) bool) {
+		em := wire.NewEmitter(yield, req, a.model)
+		em.Secret = a.opts.Key()
+		if !em.Start() {
+			return
+		}
+		body, err := a.ResponsesBody(req)
+		if err != nil {
+			em.Fail("invalid_request", err.Error(), nil)
+			return
+		}
+		resp, err := wire.Do(ctx, a.opts, &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/responses", Headers: authHeaders(a.opts), Body: body})
+		if err != nil {
+			if ctx.Err() == nil {
+				em.FailErr(err)
+			}
+			return
+		}
+		defer resp.Close()
+		p := &ResponsesParser{em: em}
+		sse := wire.NewSSEReader(resp.Body)
+		for !em.Stopped() {
+			_, data, err := sse.Next()
+			if err != nil {
+				if ctx.Err() == nil {
+					em.Incomplete(wire.NotEOF(err))
+				}
+				return
+			}
+			if err := p.Feed(data); err != nil {
+				em.Fail("invalid_response", "openai: malformed stream event: "+err.Error(), nil)
+				return
+			}
+		}
+	}
+}
+
+// ResponsesParser translates Responses stream events (the SSE data
+// payloads) into adapter chunks.
+type ResponsesParser struct {
+	em      *wire.Emitter
+	ev      respEvent
+	calls   []respCall
+	summary []summaryIdx
+	refusal bool
+	s       jsonlex.Scanner
+}
+
+type respCall struct{ itemID, callID string }
+
+type summaryIdx struct {
+	itemID string
+	idx    int64
+}
+
+// NewResponsesParser returns a parser feeding em (for benchmarks and fuzzing).
+func NewResponsesParser(em *wire.Emitter) *ResponsesParser { return &ResponsesParser{em: em} }
+
+type respItem struct {
+	typ, id, callID, name, arguments, encrypted string
+}
+
+type respEvent struct {
+	typ          []byte
+	itemID       []byte
+	delta        string
+	outputIndex  int64
+	summaryIndex int64
+	arguments    string
+	item         respItem
+	hasItem      bool
+	code, msg    string
+	// response object
+	status, incomplete string
+	errCode, errMsg    string
+	usage              *agui.TokenUsage
+	typBuf             []byte
+	idBuf              []byte
+}
+
+func (p *ResponsesParser) callFor(itemID []byte) string {
+	for i := range p.calls {
+		if p.calls[i].itemID == string(itemID) {
+			return p.calls[i].callID
+		}
+	}
+	return ""
+}
+
+// Feed handles one event payload.
+func (p *ResponsesParser) Feed(data []byte) error {
+	if len(data) == 0 || string(data) == "[DONE]" {
+		return nil
+	}
+	ev := &p.ev
+	*ev = respEvent{typBuf: ev.typBuf[:0], idBuf: ev.idBuf[:0]}
+	s := &p.s
+	s.Reset(data)
+	err := wire.Object(s, func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "type":
+			var b []byte
+			b, err = s.String(ev.typBuf)
+			ev.typ = b
+		case "item_id":
+			var b []byte
+			b, err = s.String(ev.idBuf)
+			ev.itemID = b
+		case "delta":
+			ev.delta, err = wire.Str(s)
+		case "output_index":
+			ev.outputIndex, err = wire.Int(s)
+		case "summary_index":
+			ev.summaryIndex, err = wire.Int(s)
+		case "arguments":
+			ev.arguments, err = wire.Str(s)
+		case "item":
+			ev.hasItem = true
+			err = parseRespItem(s, &ev.item)
+		case "response":
+			err = parseRespObject(s, ev)
+		case "code":
+			if s.Peek() == '"' {
+				ev.code, err = wire.Str(s)
+			} else {
+				err = wire.Skip(s)
+			}
+		case "message":
+			ev.msg, err = wire.Str(s)
+		default:
+			err = wire.Skip(s)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return p.dispatch(ev)
+}
+
+func parseRespItem(s *jsonlex.Scanner, it *respItem) error {
+	return wire.Object(s, func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "type":
+			it.typ, err = wire.Str(s)
+		case "id":
+			it.id, err = wire.Str(s)
+		case "call_id":
+			it.callID, err = wire.Str(s)
+		case "name":
+			it.name, err = wire.Str(s)
+		case "arguments":
+			it.arguments, err = wire.Str(s)
+		case "encrypted_content":
+			it.encrypted, err = wire.Str(s)
+		default:
+			err = wire.Skip(s)
+		}
+		return err
+	})
+}
+
+func parseRespObject(s *jsonlex.Scanner, ev *respEvent) error {
+	return wire.Object(s, func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "status":
+			ev.status, err = wire.Str(s)
+		case "incomplete_details":
+			err = wire.Object(s, func(k []byte) error {
+				if string(k) == "reason" {
+					var e error
+					ev.incomplete, e = wire.Str(s)
+					return e
+				}
+				return wire.Skip(s)
+			})
+		case "error":
+			err = wire.Object(s, func(k []byte) error {
+				var e error
+				switch string(k) {
+				case "code":
+					if s.Peek() == '"' {
+						ev.errCode, e = wire.Str(s)
+					} else {
+						e = wire.Skip(s)
+					}
+				case "message":
+					ev.errMsg, e = wire.Str(s)
+				default:
+					e = wire.Skip(s)
+				}
+				return e
+			})
+		case "usage":
+			ev.usage, err = parseRespUsage(s)
+		default:
+			err = wire.Skip(s)
+		}
+		return err
+	})
+}
+
+func parseRespUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
+	if s.IsNull() {
+		return nil, nil
+	}
+	u := &agui.TokenUsage{}
+	err := wire.Object(s, func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "input_tokens":
+			u.PromptTokens, err = wire.Int(s)
+		case "output_tokens":
+			u.CompletionTokens, err = wire.Int(s)
+		case "total_tokens":
+			u.TotalTokens, err = wire.Int(s)
+		case "input_tokens_details":
+			err = wire.Object(s, func(k []byte) error {
+				if string(k) == "cached_tokens" {
+					v, e := wire.Int(s)
+					u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: wire.I64(v)}
+					return e
+				}
+				return wire.Skip(s)
+			})
+		case "output_tokens_details":
+			err = wire.Object(s, func(k []byte) error {
+				if string(k) == "reasoning_tokens" {
+					v, e := wire.Int(s)
+					u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(v)}
+					return e
+				}
+				return wire.Skip(s)
+			})
+		default:
+			err = wire.Skip(s)
+		}
+		return err
+	})
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	return u, err
+}
+
+func (p *ResponsesParser) dispatch(ev *respEvent) error {
+	em := p.em
+	switch string(ev.typ) {
+	case "response.output_text.delta":
+		em.Text(string(ev.itemID), ev.delta)
+	case "response.refusal.delta":
+		p.refusal = true
+		em.Text(string(ev.itemID), ev.delta)
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		id := string(ev.itemID)
+		if p.newSummaryPart(id, ev.summaryIndex) && em.ReasoningOpen() {
+			em.Reasoning(id, "\n\n")
+		}
+		em.Reasoning(id, ev.delta)
+	case "response.output_item.added":
+		if ev.item.typ == "function_call" {
+			callID := ev.item.callID
+			if callID == "" {
+				callID = ev.item.id
+			}
+			p.calls = append(p.calls, respCall{itemID: ev.item.id, callID: callID})
+			em.ToolStart(callID, ev.item.name, int(ev.outputIndex), nil)
+			if ev.item.arguments != "" {
+				em.ToolArgs(callID, ev.item.arguments)
+			}
+		}
+	case "response.function_call_arguments.delta":
+		if id := p.callFor(ev.itemID); id != "" {
+			em.ToolArgs(id, ev.delta)
+		}
+	case "response.function_call_arguments.done":
+		if id := p.callFor(ev.itemID); id != "" {
+			em.ToolEnd(id, ev.arguments)
+		}
+	case "response.output_item.done":
+		switch ev.item.typ {
+		case "function_call":
+			callID := ev.item.callID
+			if callID == "" {
+				callID = ev.item.id
+			}
+			em.ToolEnd(callID, ev.item.arguments)
+		case "reasoning":
+			em.EndReasoningID(ev.item.id, ev.item.encrypted)
+		case "message":
+			em.EndText()
+		}
+	case "response.completed":
+		em.Finish(p.finishReason(agui.FinishStop), ev.usage)
+	case "response.incomplete":
+		reason := agui.FinishLength
+		if ev.incomplete == "content_filter" {
+			reason = agui.FinishContentFilter
+		}
+		em.Finish(reason, ev.usage)
+	case "response.failed":
+		code, msg := ev.errCode, ev.errMsg
+		if code == "" {
+			code = "response_failed"
+		}
+		em.Fail(code, msg, ev.usage)
+	case "error":
+		code := ev.code
+		if code == "" {
+			code = "stream_error"
+		}
+		em.Fail(code, ev.msg, nil)
+	}
+	return nil
+}
+
+func (p *ResponsesParser) finishReason(def string) string {
+	if p.refusal && !p.em.ToolEnded() {
+		return agui.FinishContentFilter
+	}
+	return def
+}
+
+func (p *ResponsesParser) newSummaryPart(id string, idx int64) bool {
+	for i := range p.summary {
+		if p.summary[i].itemID == id {
+			if idx > p.summary[i].idx {
+				p.summary[i].idx = idx
+				return true
+			}
+			return false
+		}
+	}
+	p.summary = append(p.summary, summaryIdx{itemID: id, idx: idx})
+	return false
+}
