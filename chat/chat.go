@@ -247,7 +247,8 @@ type run struct {
 	queueMu  sync.Mutex
 	queue    []agui.Event
 	queueSig chan struct{}
-	hookWG   sync.WaitGroup
+
+	sandboxHooks hookQueue
 
 	approvals     map[string]approvalDecision
 	clientResults map[string]json.RawMessage
@@ -389,6 +390,13 @@ func (r *run) execute() {
 		r.emit(r.resumeErrorEvent(rerr))
 		err = nil
 	}
+	if err != nil && !r.terminalHookCalled && r.cancelled() {
+		// A hook that failed because the run was cancelled under it (a
+		// client gone during a slow setup) is an abort, not an error.
+		r.terminalHookCalled = true
+		r.runAbort(r.abortReason())
+		err = nil
+	}
 	if err != nil && !r.terminalHookCalled {
 		r.terminalHookCalled = true
 		var ae *abortError
@@ -418,12 +426,12 @@ func (r *run) execute() {
 func (r *run) finish() {
 	r.disconnect.terminal()
 	defer r.disconnect.wait()
-	r.hookWG.Wait()
+	r.sandboxHooks.wait()
 	if !r.stopped {
 		if err := r.drainQueue(); err != nil {
 			r.log.Log(CatErrors, "delivering queued events after the run failed: "+err.Error())
 		}
-		r.hookWG.Wait()
+		r.sandboxHooks.wait()
 	}
 	r.deferMu.Lock()
 	fns := r.deferred

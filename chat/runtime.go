@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/goai-sdk/goai/agui"
 )
@@ -31,38 +32,92 @@ func (s sandboxRuntime) Logger() *Logger { return s.r.log }
 func (s sandboxRuntime) Emit(e FileEvent) {
 	r := s.r
 	r.log.Log(CatSandbox, fmt.Sprintf("file %s %s", e.Type, e.Path))
-	for _, m := range r.mws {
-		if m.Sandbox.empty() {
-			continue
-		}
-		hooks := m.Sandbox
-		typed := hooks.OnFileChange
-		switch e.Type {
-		case "create":
-			typed = hooks.OnFileCreate
-		case "delete":
-			typed = hooks.OnFileDelete
-		}
-		r.hookWG.Go(func() {
-			for _, h := range []func(*Context, FileEvent) error{hooks.OnFile, typed} {
-				if h == nil {
-					continue
-				}
-				func() {
-					defer func() {
-						if p := recover(); p != nil {
-							r.log.Log(CatErrors, fmt.Sprintf("sandbox hook of middleware %q panicked: %v", m.Name, p))
-						}
-					}()
-					if err := h(r.mctx, e); err != nil {
-						r.log.Log(CatErrors, fmt.Sprintf("sandbox hook of middleware %q failed: %v", m.Name, err))
-					}
-				}()
-			}
-		})
-	}
+	r.sandboxHooks.add(r, e)
 	v, _ := marshalCompact(map[string]any{"type": e.Type, "path": e.Path, "timestamp": e.Timestamp})
 	r.enqueue(agui.Event{Type: agui.Custom, Name: "sandbox.file", Value: v, Timestamp: now()})
+}
+
+// hookQueue runs run-scoped sandbox hooks off the caller's goroutine, one
+// event at a time in arrival order, and within an event every middleware in
+// order (OnFile, then the typed hook).
+type hookQueue struct {
+	mu      sync.Mutex
+	pending []FileEvent
+	running bool
+	wg      sync.WaitGroup
+}
+
+func (q *hookQueue) add(r *run, e FileEvent) {
+	has := false
+	for _, m := range r.mws {
+		if !m.Sandbox.empty() {
+			has = true
+			break
+		}
+	}
+	if !has {
+		return
+	}
+	q.mu.Lock()
+	q.pending = append(q.pending, e)
+	if q.running {
+		q.mu.Unlock()
+		return
+	}
+	q.running = true
+	q.wg.Add(1)
+	q.mu.Unlock()
+	go q.drain(r)
+}
+
+func (q *hookQueue) drain(r *run) {
+	defer q.wg.Done()
+	for {
+		q.mu.Lock()
+		if len(q.pending) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		e := q.pending[0]
+		q.pending = q.pending[1:]
+		q.mu.Unlock()
+		for _, m := range r.mws {
+			if m.Sandbox.empty() {
+				continue
+			}
+			typed, typedName := m.Sandbox.OnFileChange, "onFileChange"
+			switch e.Type {
+			case "create":
+				typed, typedName = m.Sandbox.OnFileCreate, "onFileCreate"
+			case "delete":
+				typed, typedName = m.Sandbox.OnFileDelete, "onFileDelete"
+			}
+			r.runSandboxHook(m, "onFile", m.Sandbox.OnFile, e)
+			r.runSandboxHook(m, typedName, typed, e)
+		}
+	}
+}
+
+// wait blocks until every queued event's hooks ran.
+func (q *hookQueue) wait() { q.wg.Wait() }
+
+func (r *run) runSandboxHook(m *Middleware, name string, h func(*Context, FileEvent) error, e FileEvent) {
+	if h == nil {
+		return
+	}
+	mname := m.Name
+	if mname == "" {
+		mname = "unnamed"
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Log(CatErrors, fmt.Sprintf("hook=%s middleware=%s threw: panic: %v", name, mname, p))
+		}
+	}()
+	if err := h(r.mctx, e); err != nil {
+		r.log.Log(CatErrors, fmt.Sprintf("hook=%s middleware=%s threw: %v", name, mname, err))
+	}
 }
 
 func (s sandboxRuntime) EmitFileDiff(path, diff string) {

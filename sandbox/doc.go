@@ -1,10 +1,20 @@
 // Package sandbox is the Go port of TanStack AI's sandbox layer: sandbox
 // definitions keyed per thread (or run), a provider/handle contract, workspace
-// bootstrap, a workspace file watcher (native or a portable `find` poll) and
-// lazy git-backed file hook events.
+// bootstrap, a workspace file watcher (native or a portable `find` poll),
+// lazy git-backed file hook events, and the WithSandbox chat middleware.
 //
-// The package has no dependency on the chat engine. The engine's WithSandbox
-// middleware drives the pieces from outside:
+// In a chat run, WithSandbox does all of the wiring:
+//
+//	repo, _ := sandbox.Define(sandbox.Definition{ID: "repo-agent", Provider: local.New(local.Options{}), Hooks: …})
+//	chat.Stream(ctx, chat.Options{
+//		ThreadID:   "thread-1",
+//		Adapter:    adapter,                     // a harness Requires sandbox.HandleCapability
+//		Middleware: []*chat.Middleware{sandbox.WithSandbox(repo, sandbox.Options{}), audit},
+//		Debug:      &chat.Debug{Categories: map[string]bool{chat.CatSandbox: true}},
+//	})
+//
+// Outside a run, the same pieces can be driven by hand (this is what the
+// middleware does):
 //
 //	s, _ := sandbox.Define(def)                       // inert
 //	h, outcome, err := s.Ensure(ctx, rc)              // resume, restore or create, under the key lock
@@ -14,11 +24,13 @@
 //		d.Dispatch(sandbox.NewFileHookEvent(h, def.Root(), base, ev, log))
 //	}})
 //	…
-//	w.Stop(); d.Close()                               // drain: pending coalesced events, hooks, diffs
+//	w.Drain(); d.Close()                              // reconcile, then deliver every pending event, hook and diff
 //
 // Logging uses *slog.Logger. Every record carries a "category" attribute:
 // "sandbox" for debug records about expected conditions and "errors" for
-// real anomalies (warn and error level).
+// real anomalies (warn and error level). Inside WithSandbox these records
+// go to the run's debug logger (debug under the "sandbox" category, warn and
+// error under "errors") as well as to Definition.Logger.
 //
 // Differences from TanStack AI, on purpose:
 //   - The fallback instance store and lock belong to each Sandbox, not to
@@ -30,6 +42,10 @@
 //   - A poll whose find output is byte-identical to the previous complete
 //     one is not parsed.
 //   - A signal-killed command reports 128+signal, not 0.
+//   - WithSandbox's terminal hooks drain the watcher with a final
+//     reconciliation (Watcher.Drain), and the engine delivers what they
+//     queue, so no file event or diff made before the run ended is lost.
+//   - A failing Hooks.OnError does not skip DestroyOnComplete.
 //   - The key hash is FNV over canonical JSON as specified, but the
 //     workspace's canonical form is Go's, so keys are not shared with TS
 //     stores.

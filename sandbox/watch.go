@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -66,7 +67,11 @@ type Watcher struct {
 	done     chan struct{}
 	stopOnce sync.Once
 	stopErr  error
+	sweep    atomic.Bool // Drain: reconcile with the workspace before exiting
 }
+
+// DrainTimeout bounds the final reconciliation of [Watcher.Drain].
+const DrainTimeout = 30 * time.Second
 
 // Mode is the effective mode: WatchNative or WatchPoll (WatchAuto for a
 // watcher that never started because its context was already done).
@@ -86,6 +91,24 @@ func (w *Watcher) Stop() error {
 		<-w.done
 	})
 	return w.stopErr
+}
+
+// Drain stops the watcher like Stop, but first reconciles with the
+// workspace, so every change made before Drain was called is reported,
+// including one the native watch has not delivered yet or the poll has not
+// seen: the native path rescans the tree against what it has reported, the
+// poll path polls once more. OnEvent is not called after Drain returns.
+// If the watcher had already stopped (Stop, or its context was cancelled),
+// Drain only waits, like Stop.
+func (w *Watcher) Drain() error {
+	w.sweep.Store(true)
+	return w.Stop()
+}
+
+// sweepContext is the context of the final reconciliation: the watcher's
+// own context is cancelled by then.
+func sweepContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), DrainTimeout)
 }
 
 // WatchWorkspace watches the workspace of h and calls opts.OnEvent for each
@@ -129,6 +152,11 @@ func WatchWorkspace(ctx context.Context, h Handle, opts WatchOptions) (*Watcher,
 			go func() {
 				defer close(w.done)
 				n.loop(wctx)
+				if w.sweep.Load() {
+					sctx, cancel := sweepContext(ctx)
+					n.finalSweep(sctx)
+					cancel()
+				}
 				// Stopped by Stop or by ctx: release the native watch.
 				if err := sub.Stop(); err != nil {
 					w.stopErr = err
@@ -146,7 +174,15 @@ func WatchWorkspace(ctx context.Context, h Handle, opts WatchOptions) (*Watcher,
 	w.mode = WatchPoll
 	p := newPollWatch(h, opts)
 	p.seed(wctx)
-	go func() { defer close(w.done); p.loop(wctx) }()
+	go func() {
+		defer close(w.done)
+		p.loop(wctx)
+		if w.sweep.Load() {
+			sctx, cancel := sweepContext(ctx)
+			p.tick(sctx)
+			cancel()
+		}
+	}()
 	return w, nil
 }
 
@@ -272,6 +308,7 @@ type nativeWatch struct {
 	raw    chan RawEvent
 	known  map[string]string // rel path -> signature
 	seeded bool
+	poll   *pollWatch // set once the watch fell back to polling
 }
 
 func newNativeWatch(h Handle, opts WatchOptions) *nativeWatch {
@@ -482,28 +519,61 @@ func (n *nativeWatch) classify(ctx context.Context, path string) {
 // rescan answers a queue overflow: it walks the tree and reports every
 // difference from what is known.
 func (n *nativeWatch) rescan(ctx context.Context) {
-	next, ok := n.scan(ctx)
+	evs, ok := n.reconcile(ctx)
 	if !ok {
 		logWarn(n.opts.Logger, "sandbox watch: rescan after overflow could not list the root", "root", n.opts.Root)
 		return
 	}
-	prev := NewFileSnapshot(len(n.known))
-	for _, k := range slices.Sorted(maps.Keys(n.known)) {
-		prev.Set(k, n.known[k])
-	}
-	evs := DiffSnapshots(n.opts.Root, prev, next, time.Now())
 	logDebug(n.opts.Logger, "sandbox watch: rescanned after native queue overflow", "root", n.opts.Root, "events", len(evs))
-	clear(n.known)
-	for _, e := range next.entries {
-		n.known[e.path] = e.sig
-	}
 	for _, ev := range evs {
 		n.opts.OnEvent(ev)
 	}
 }
 
+// finalSweep is Drain's reconciliation: raw events not yet consumed are
+// dropped and the tree is compared with what was reported instead.
+func (n *nativeWatch) finalSweep(ctx context.Context) {
+	if n.poll != nil {
+		n.poll.tick(ctx)
+		return
+	}
+	if !n.seeded {
+		return // nothing to compare with: a sweep would report phantom creates
+	}
+	evs, ok := n.reconcile(ctx)
+	if !ok {
+		logWarn(n.opts.Logger, "sandbox watch: final sweep could not list the root", "root", n.opts.Root)
+		return
+	}
+	logDebug(n.opts.Logger, "sandbox watch: final sweep", "root", n.opts.Root, "events", len(evs))
+	for _, ev := range evs {
+		n.opts.OnEvent(ev)
+	}
+}
+
+// reconcile walks the tree, makes it the known state and returns every
+// difference from the previous known state; ok is false (and nothing
+// changes) when the root cannot be listed.
+func (n *nativeWatch) reconcile(ctx context.Context) (evs []FileEvent, ok bool) {
+	next, ok := n.scan(ctx)
+	if !ok {
+		return nil, false
+	}
+	prev := NewFileSnapshot(len(n.known))
+	for _, k := range slices.Sorted(maps.Keys(n.known)) {
+		prev.Set(k, n.known[k])
+	}
+	evs = DiffSnapshots(n.opts.Root, prev, next, time.Now())
+	clear(n.known)
+	for _, e := range next.entries {
+		n.known[e.path] = e.sig
+	}
+	return evs, true
+}
+
 func (n *nativeWatch) fallbackToPoll(ctx context.Context) {
 	p := newPollWatch(n.h, n.opts)
+	n.poll = p
 	p.seed(ctx)
 	if p.prev != nil {
 		// Report what changed between the native view and the first poll
