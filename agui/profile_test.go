@@ -53,8 +53,20 @@ func TestAGUIProfileOneStartOneTerminal(t *testing.T) {
 }
 
 func TestAGUIProfileAbortEndsWithRunError(t *testing.T) {
-	got := profileTypes(t, ProfileAGUI, []Event{{Type: RunStarted, ThreadID: "t", RunID: "r"}, {Type: TextMessageStart, MessageID: "m"}})
-	if got != "RUN_STARTED TEXT_MESSAGE_START RUN_ERROR" {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, WriterOptions{ThreadID: "t", RunID: "r"})
+	for _, e := range []Event{{Type: RunStarted, ThreadID: "t", RunID: "r"}, {Type: RunFinished, FinishReason: FinishToolCalls}, {Type: ToolCallResult, ToolCallID: "c"}} {
+		_ = w.Write(&e)
+	}
+	_ = w.Abort("fail blocked", "")
+	_ = w.Close()
+	if !strings.HasSuffix(buf.String(), `{"type":"RUN_ERROR","message":"fail blocked","code":"aborted",`+buf.String()[strings.LastIndex(buf.String(), `"timestamp"`):]) {
+		t.Fatalf("abort: %s", buf.String())
+	}
+	// A run an iteration limit stopped after its tool results still ends
+	// with RUN_FINISHED, carrying the last turn's finish reason.
+	got := profileTypes(t, ProfileAGUI, []Event{{Type: RunStarted}, {Type: RunFinished, FinishReason: FinishToolCalls}, {Type: ToolCallResult, ToolCallID: "c"}})
+	if got != "RUN_STARTED CUSTOM:turn.finished TOOL_CALL_RESULT RUN_FINISHED" {
 		t.Fatalf("got %s", got)
 	}
 	// RUN_ERROR after a RUN_FINISHED (a failing onFinish) stays the only terminal.

@@ -71,6 +71,7 @@ type Writer struct {
 	buf      []byte
 	held     *Event // agui profile: the last RUN_FINISHED, not yet known to be final
 	heldID   string
+	lastTurn *Event // agui profile: the last RUN_FINISHED passed on as turn.finished
 	started  bool
 	terminal bool
 }
@@ -109,6 +110,7 @@ func (w *Writer) WriteID(id string, e *Event) error {
 	}
 	if w.held != nil {
 		turn := turnFinished(w.held)
+		w.lastTurn = w.held
 		heldID := w.heldID
 		w.held, w.heldID = nil, ""
 		if err := w.frame(heldID, &turn); err != nil {
@@ -176,9 +178,12 @@ func turnFinished(rf *Event) Event {
 	return Event{Type: Custom, Name: TurnFinishedEvent, Value: raw, Timestamp: rf.Timestamp}
 }
 
-// Close ends the stream. In the agui profile it writes the held final
-// RUN_FINISHED, or a RUN_ERROR "aborted" when the run produced no terminal
-// event. It does not close the underlying writer.
+// Close ends a run that completed. In the agui profile it writes the held
+// final RUN_FINISHED; a run whose last turn's RUN_FINISHED was already
+// passed on as turn.finished (an iteration limit stopped it after its tool
+// results) gets a final RUN_FINISHED with that turn's finish reason. It
+// does not close the underlying writer. Use Abort for a run that stopped
+// without finishing.
 func (w *Writer) Close() error {
 	if w.opt.Profile != ProfileAGUI || w.terminal {
 		return nil
@@ -192,7 +197,34 @@ func (w *Writer) Close() error {
 	if !w.started {
 		return nil
 	}
-	re := Event{Type: RunError, Message: "Request aborted", Code: "aborted", Timestamp: w.opt.Now().UnixMilli()}
+	fin := Event{Type: RunFinished, ThreadID: w.opt.ThreadID, RunID: w.opt.RunID, Timestamp: w.opt.Now().UnixMilli()}
+	if w.lastTurn != nil {
+		fin = *w.lastTurn
+		fin.Timestamp = w.opt.Now().UnixMilli()
+	}
+	return w.frame("", &fin)
+}
+
+// Abort ends a run that stopped without finishing (a cancel, a middleware
+// abort, a lost client). In the agui profile it writes one RUN_ERROR with
+// reason and code (default "aborted") unless a terminal event was already
+// written; the tanstack profile writes nothing, as 0.58.0 does.
+func (w *Writer) Abort(reason, code string) error {
+	if w.opt.Profile != ProfileAGUI || w.terminal {
+		return nil
+	}
+	w.held = nil
+	if code == "" {
+		code = "aborted"
+	}
+	if reason == "" {
+		reason = "Request aborted"
+	}
+	re := Event{Type: RunError, Message: reason, Code: code, Timestamp: w.opt.Now().UnixMilli()}
+	if err := w.ensureStarted(); err != nil {
+		return err
+	}
+	w.terminal = true
 	return w.frame("", &re)
 }
 

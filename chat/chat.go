@@ -138,8 +138,9 @@ func validateCapabilities(opts *Options) error {
 
 // Stream runs the chat and returns its events. The iterator yields a
 // non-nil error once, last, when the run fails with a thrown error (a
-// failing hook or adapter); an adapter RUN_ERROR is an event, not an error.
-// Stopping the iteration early aborts the run (OnAbort fires).
+// failing hook or adapter) or is aborted (*AbortError, matching ErrAborted);
+// an adapter RUN_ERROR is an event, not an error. Stopping the iteration
+// early aborts the run (OnAbort fires).
 func Stream(ctx context.Context, opts Options) iter.Seq2[agui.Event, error] {
 	return func(yield func(agui.Event, error) bool) {
 		if err := Check(&opts); err != nil {
@@ -153,7 +154,7 @@ func Stream(ctx context.Context, opts Options) iter.Seq2[agui.Event, error] {
 }
 
 // Text runs the chat and returns the concatenated text deltas. An adapter
-// RUN_ERROR becomes a *RunError.
+// RUN_ERROR becomes a *RunError; an aborted run an *AbortError.
 func Text(ctx context.Context, opts Options) (string, error) {
 	var b strings.Builder
 	for ev, err := range Stream(ctx, opts) {
@@ -236,6 +237,7 @@ type run struct {
 
 	disconnect *RunDisconnect
 	lazy       *lazyManager // nil without lazy tools
+	aborted    *AbortError  // set when OnAbort ran
 
 	caps  map[CapabilityKey]any
 	capMu sync.Mutex
@@ -413,13 +415,35 @@ func (r *run) execute() {
 		r.runAbort(r.abortReason())
 	}
 	r.finish()
-	if err != nil {
+	switch {
+	case r.stopped:
+	case r.aborted != nil:
+		// No terminal event: the stream ends with the abort as its error, so
+		// transports can tell an abort from a run that simply ended.
+		r.yield(agui.Event{}, r.aborted)
+	case err != nil:
 		var ae *abortError
-		if !errors.As(err, &ae) && !r.stopped {
+		if !errors.As(err, &ae) {
 			r.yield(agui.Event{}, err)
 		}
 	}
 }
+
+// ErrAborted matches the *AbortError that ends an aborted run's stream.
+var ErrAborted = errors.New("chat: run aborted")
+
+// AbortError ends the stream of a run stopped by its caller's context, by
+// a middleware's Abort or by an abort decision. The run yielded no
+// terminal event (as in 0.58.0); OnAbort has run.
+type AbortError struct {
+	Reason          string
+	CancelRequested bool
+}
+
+func (e *AbortError) Error() string { return "chat: run aborted: " + e.Reason }
+
+// Is reports whether target is ErrAborted.
+func (e *AbortError) Is(target error) bool { return target == ErrAborted }
 
 // finish waits for sandbox hooks, delivers events queued during the
 // terminal hooks (a sandbox draining its watcher), and runs deferred work.

@@ -379,8 +379,9 @@ func TestCheck31AbortDecisionEndsWithoutTerminalEvent(t *testing.T) {
 	}
 	a := &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":2}`)}}
 	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}})
-	if err != nil {
-		t.Fatalf("abort surfaced an error: %v", err)
+	var ae *chat.AbortError
+	if !errors.As(err, &ae) || ae.Reason != "blocked" || !errors.Is(err, chat.ErrAborted) {
+		t.Fatalf("the stream must end with the abort, got %v", err)
 	}
 	for _, e := range evs {
 		if e.IsTerminal() {
@@ -401,7 +402,7 @@ func TestCheck32AbortInOnStartPreventsChunks(t *testing.T) {
 	}
 	a := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
 	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}})
-	if err != nil || len(evs) != 0 || chunks != 0 || aborts != 1 || len(a.reqs) != 0 {
+	if !errors.Is(err, chat.ErrAborted) || len(evs) != 0 || chunks != 0 || aborts != 1 || len(a.reqs) != 0 {
 		t.Fatalf("err %v events %d chunks %d aborts %d model calls %d", err, len(evs), chunks, aborts, len(a.reqs))
 	}
 }
@@ -426,7 +427,7 @@ func TestCheck33AbortDuringToolCancelsItsContext(t *testing.T) {
 		return nil
 	}}
 	a := &turns{t: [][]agui.Event{toolTurn("c1", "slow", `{}`)}}
-	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{slow}, Middleware: []*chat.Middleware{mw}}); err != nil {
+	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{slow}, Middleware: []*chat.Middleware{mw}}); !errors.Is(err, chat.ErrAborted) {
 		t.Fatal(err)
 	}
 	if !sawCancel {

@@ -156,6 +156,7 @@ func (r *run) runOnFinish() error {
 func (r *run) runAbort(reason string) {
 	r.disconnect.terminal()
 	info := AbortInfo{Reason: reason, Duration: time.Since(r.start), CancelRequested: reason == CancelRequestedReason}
+	r.aborted = &AbortError{Reason: reason, CancelRequested: info.CancelRequested}
 	for _, m := range r.mws {
 		if m.OnAbort == nil {
 			continue

@@ -171,7 +171,16 @@ func (p *producer) run(opts chat.Options) {
 	}
 	switch {
 	case thrown != nil:
+		// Every durable log ends with a terminal event, also for an abort
+		// (where the live tanstack wire has none), so readers know it ended.
 		re := errorEvent(thrown)
+		var ae *chat.AbortError
+		if errors.As(thrown, &ae) {
+			re.Message, re.Code = "Run aborted: "+ae.Reason, "aborted"
+			if ae.CancelRequested {
+				re.Message, re.Code = "Run cancelled", "cancelled"
+			}
+		}
 		_ = p.w.Write(&re)
 	case !sawTerminal && p.ctx.Err() != nil:
 		cause := context.Cause(p.ctx)

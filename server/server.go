@@ -198,11 +198,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	enc := agui.NewWriter(fw, agui.WriterOptions{Format: format, Profile: h.cfg.Profile, ThreadID: in.ThreadID, RunID: in.RunID})
 	for ev, err := range chat.Stream(r.Context(), opts) {
 		if err != nil {
-			if r.Context().Err() == nil {
+			var ae *chat.AbortError
+			switch {
+			case r.Context().Err() != nil:
+			case errors.As(err, &ae):
+				code := "aborted"
+				if ae.CancelRequested {
+					code = "cancelled"
+				}
+				_ = enc.Abort(ae.Reason, code)
+			default:
 				re := errorEvent(err)
 				_ = enc.Write(&re)
+				h.cfg.Logger.Error("chat run failed", "runId", in.RunID, "error", err)
 			}
-			h.cfg.Logger.Error("chat run failed", "runId", in.RunID, "error", err)
 			break
 		}
 		if werr := enc.Write(&ev); werr != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,9 +49,13 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	code := 0
 	for ev, err := range chat.Stream(ctx, opts) {
 		if err != nil {
+			var ae *chat.AbortError
+			if errors.As(err, &ae) {
+				_ = w.Abort(ae.Reason, abortCode(ae))
+				break
+			}
 			re := errorEvent(err)
 			_ = w.Write(&re)
-			code = 0
 			break
 		}
 		if werr := w.Write(&ev); werr != nil {
@@ -68,6 +73,14 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "HOOKS: %s\n", b)
 	}
 	return code
+}
+
+// abortCode is the RUN_ERROR code of an aborted run in the agui profile.
+func abortCode(ae *chat.AbortError) string {
+	if ae.CancelRequested {
+		return "cancelled"
+	}
+	return "aborted"
 }
 
 func hasName(names []string, n string) bool {
