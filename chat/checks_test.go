@@ -477,3 +477,50 @@ func TestCheck47LazyToolsHiddenUntilDiscovered(t *testing.T) {
 		t.Fatalf("executions %d", len(calls))
 	}
 }
+
+// A middleware raises a generic interrupt at a boundary; the resume answers
+// it and OnInterruptResolution decides the pending tools' fate.
+func TestGenericInterruptRoundTrip(t *testing.T) {
+	var gotRes []chat.InterruptResolution
+	gate := &chat.Middleware{Name: "gate",
+		OnInterruptBoundary: func(c *chat.Context) ([]chat.InterruptRequest, error) {
+			if c.Phase == chat.PhaseBeforeModel && c.ParentRunID == "" {
+				return []chat.InterruptRequest{{Reason: "confirm", Message: "Proceed?", ResponseSchema: json.RawMessage(`{"type":"boolean"}`)}}, nil
+			}
+			return nil, nil
+		},
+		OnInterruptResolution: func(_ *chat.Context, res []chat.InterruptResolution) (chat.ToolResume, error) {
+			gotRes = res
+			if string(res[0].Payload) == "false" {
+				return "stop", nil
+			}
+			return "continue", nil
+		},
+	}
+	a := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
+	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), RunID: "run-1", Middleware: []*chat.Middleware{gate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fin := evs[len(evs)-1]
+	if fin.Outcome == nil || fin.Outcome.Type != "interrupt" || len(a.reqs) != 0 {
+		t.Fatalf("no generic interrupt: %s", types(evs))
+	}
+	it := fin.Outcome.Interrupts[0]
+	if !strings.HasPrefix(it.ID, "interrupt-") || it.Reason != "confirm" {
+		t.Fatalf("interrupt %+v", it)
+	}
+	// Answer "false": the policy stops the run without a model call.
+	b := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
+	evs, err = collect(t, chat.Options{Adapter: b, Messages: user("x"), RunID: "run-2", ParentRunID: "run-1", Middleware: []*chat.Middleware{gate},
+		Resume: []chat.ResumeItem{{InterruptID: it.ID, Status: "resolved", Payload: json.RawMessage("false")}}})
+	if err != nil || len(b.reqs) != 0 || len(gotRes) != 1 || gotRes[0].InterruptID != it.ID || evs[len(evs)-1].Type != agui.RunFinished {
+		t.Fatalf("stop policy: err %v calls %d res %+v stream %s", err, len(b.reqs), gotRes, types(evs))
+	}
+	// Answer "true": the run continues to the model.
+	c := &turns{t: [][]agui.Event{textTurn("m", "go", "stop")}}
+	if _, err := collect(t, chat.Options{Adapter: c, Messages: user("x"), RunID: "run-3", ParentRunID: "run-1", Middleware: []*chat.Middleware{gate},
+		Resume: []chat.ResumeItem{{InterruptID: it.ID, Status: "resolved", Payload: json.RawMessage("true")}}}); err != nil || len(c.reqs) != 1 {
+		t.Fatalf("continue policy: %v calls %d", err, len(c.reqs))
+	}
+}

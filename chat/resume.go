@@ -73,6 +73,18 @@ func (r *run) applyResume() error {
 	if len(r.resume) == 0 {
 		return nil
 	}
+	// Answers to generic interrupts (ids "interrupt-…", raised by
+	// middleware through OnInterruptBoundary) go to OnInterruptResolution;
+	// the rest must answer the tool interrupts rebuilt from history.
+	var generic []InterruptResolution
+	var toolItems []ResumeItem
+	for _, e := range r.resume {
+		if strings.HasPrefix(e.InterruptID, "interrupt-") {
+			generic = append(generic, InterruptResolution{InterruptID: e.InterruptID, Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
+			continue
+		}
+		toolItems = append(toolItems, e)
+	}
 	parent := r.opts.ParentRunID
 	if parent == "" {
 		ids := make([]string, len(r.resume))
@@ -83,6 +95,9 @@ func (r *run) applyResume() error {
 			InterruptIDs: ids, Code: CodeStale, Message: "Interrupt continuation requires parentRunId to identify the interrupted run.",
 			Source: "server"}}}
 	}
+	all := r.resume
+	r.resume = toolItems // validated below against the rebuilt tool interrupts
+	defer func() { r.resume = all }()
 	pending := r.pendingInterrupts()
 	item := func(id, code, msg string) InterruptError {
 		return InterruptError{Scope: "item", ThreadID: r.threadID, InterruptedRunID: parent, InterruptID: id, Code: code, Message: msg, Source: "client"}
@@ -196,6 +211,49 @@ func (r *run) applyResume() error {
 			d.payload = envelope["payload"]
 		}
 		r.approvals[p.callID] = d
+	}
+	return r.resolveGeneric(generic, pending)
+}
+
+// resolveGeneric hands generic resolutions to OnInterruptResolution; the
+// most restrictive tool policy wins: stop ends the run at once, cancel
+// cancels every pending tool call.
+func (r *run) resolveGeneric(res []InterruptResolution, pending []pendingInterrupt) error {
+	if len(res) == 0 {
+		return nil
+	}
+	for _, x := range res {
+		if x.Status != agui.ResumeResolved && x.Status != agui.ResumeCancelled {
+			return &ResumeError{Errors: []InterruptError{{Scope: "item", ThreadID: r.threadID, InterruptedRunID: r.opts.ParentRunID,
+				InterruptID: x.InterruptID, Code: CodeInvalidPayload, Source: "client",
+				Message: fmt.Sprintf("Interrupt %s has invalid status %s.", x.InterruptID, x.Status)}}}
+		}
+	}
+	policy := ToolResume("continue")
+	rank := map[ToolResume]int{"": 0, "continue": 0, "cancel": 1, "stop": 2}
+	for _, m := range r.mws {
+		if m.OnInterruptResolution == nil {
+			continue
+		}
+		var p ToolResume
+		if err := r.callHook(m, "onInterruptResolution", func() error {
+			var err error
+			p, err = m.OnInterruptResolution(r.mctx, res)
+			return err
+		}); err != nil {
+			return err
+		}
+		if rank[p] > rank[policy] {
+			policy = p
+		}
+	}
+	switch policy {
+	case "stop":
+		r.earlyTermination = true
+	case "cancel":
+		for _, tc := range r.pendingFromMessages() {
+			r.cancelledIDs[tc.ID] = true
+		}
 	}
 	return nil
 }
