@@ -41,7 +41,20 @@ func (a *Adapter) Name() string { return "scripted" }
 // Model implements chat.Adapter.
 func (a *Adapter) Model() string { return a.model }
 
-// Calls returns what each call received, in order.
+// maxCallLog bounds the call log, so a long-lived goai serve --model
+// scripted:FILE does not grow without end.
+const maxCallLog = 256
+
+// record appends to the call log; a.mu is held.
+func (a *Adapter) record(c Call) {
+	if len(a.log) == maxCallLog {
+		copy(a.log, a.log[1:])
+		a.log = a.log[:maxCallLog-1]
+	}
+	a.log = append(a.log, c)
+}
+
+// Calls returns what the most recent calls (up to 256) received, in order.
 func (a *Adapter) Calls() []Call {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -65,7 +78,7 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 	for i, t := range req.Tools {
 		names[i] = t.Name
 	}
-	a.log = append(a.log, Call{Kind: "chatStream", Messages: append([]agui.ModelMessage(nil), req.Messages...), Tools: names})
+	a.record(Call{Kind: "chatStream", Messages: append([]agui.ModelMessage(nil), req.Messages...), Tools: names})
 	a.mu.Unlock()
 	return func(yield func(agui.Event, error) bool) {
 		if n >= a.sc.NumTurns() {
@@ -120,7 +133,7 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 // StructuredOutput serves the scenario's "structured" answer.
 func (a *Adapter) StructuredOutput(ctx context.Context, req *chat.Request, schema json.RawMessage) (*chat.StructuredResult, error) {
 	a.mu.Lock()
-	a.log = append(a.log, Call{Kind: "structuredOutput", Messages: append([]agui.ModelMessage(nil), req.Messages...)})
+	a.record(Call{Kind: "structuredOutput", Messages: append([]agui.ModelMessage(nil), req.Messages...)})
 	a.mu.Unlock()
 	st := a.sc.Structured
 	if st == nil {
