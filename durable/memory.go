@@ -66,14 +66,16 @@ type memLog struct {
 type memSpan struct{ first, n int64 }
 
 type memRun struct {
-	rec   RunRecord
-	order int64
+	rec       RunRecord
+	order     int64
+	heartbeat time.Time // zero: never
 }
 
 var _ interface {
 	Store
 	Upserter
 	Pruner
+	Leaser
 } = (*Memory)(nil)
 
 // NewMemory returns an empty Memory. opts may be nil.
@@ -545,4 +547,65 @@ func (m *Memory) Claim(ctx context.Context, runID string) (Claim, error) {
 	}
 	r.rec.DriverEpoch = &epoch
 	return Claim{RunID: runID, Epoch: epoch}, nil
+}
+
+// ClaimIf implements Leaser.
+func (m *Memory) ClaimIf(ctx context.Context, runID string, epoch int64) (Claim, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[runID]
+	if r == nil {
+		return Claim{}, &ClaimError{RunID: runID, Reason: ClaimUnknown}
+	}
+	if r.rec.Status.Terminal() {
+		return Claim{}, &ClaimError{RunID: runID, Reason: ClaimTerminal}
+	}
+	var cur int64
+	if r.rec.DriverEpoch != nil {
+		cur = *r.rec.DriverEpoch
+	}
+	if cur != epoch {
+		return Claim{}, &ClaimError{RunID: runID, Reason: ClaimTaken}
+	}
+	next := cur + 1
+	r.rec.DriverEpoch = &next
+	r.heartbeat = m.opts.Now()
+	return Claim{RunID: runID, Epoch: next}, nil
+}
+
+// Heartbeat implements Leaser.
+func (m *Memory) Heartbeat(ctx context.Context, claim Claim) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[claim.RunID]
+	if r == nil {
+		return fmt.Errorf("%w: %q", ErrRunNotFound, claim.RunID)
+	}
+	var cur int64
+	if r.rec.DriverEpoch != nil {
+		cur = *r.rec.DriverEpoch
+	}
+	if cur != claim.Epoch {
+		return &ClaimLostError{RunID: claim.RunID, Held: claim.Epoch, Observed: cur}
+	}
+	r.heartbeat = m.opts.Now()
+	return nil
+}
+
+// ListStale implements Leaser.
+func (m *Memory) ListStale(ctx context.Context, olderThan time.Duration) ([]RunRecord, error) {
+	cutoff := m.opts.Now().Add(-olderThan).UnixMilli()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := func(r *memRun) int64 {
+		if r.heartbeat.IsZero() {
+			return r.rec.StartedAt.UnixMilli()
+		}
+		return r.heartbeat.UnixMilli()
+	}
+	return m.sortedRuns(func(r *memRun) bool {
+		return r.rec.Status == StatusRunning && seen(r) <= cutoff
+	}, func(a, b *memRun) int {
+		return cmp.Or(cmp.Compare(seen(a), seen(b)), cmp.Compare(a.order, b.order))
+	}), nil
 }

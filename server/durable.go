@@ -28,6 +28,29 @@ type producers struct {
 	mu     sync.Mutex
 	cancel map[string]context.CancelCauseFunc
 	wg     sync.WaitGroup
+
+	heartbeat time.Duration // 0: DefaultHeartbeat
+}
+
+// Producer liveness defaults. A producer refreshes its lease every
+// DefaultHeartbeat; recovery ([Recovery]) treats a run whose producer has
+// been silent for DefaultLease as lost. DefaultLease is several heartbeats,
+// so a slow store or a GC pause does not cost a healthy run its claim.
+const (
+	DefaultHeartbeat = 2 * time.Second
+	DefaultLease     = 15 * time.Second
+)
+
+// SetHeartbeat sets how often this handler's durable producers refresh
+// their lease (default DefaultHeartbeat). It must be well under the lease
+// recovery uses ([Recovery].Lease), and be called before serving.
+func (h *Handler) SetHeartbeat(d time.Duration) { h.prod.heartbeat = d }
+
+func (p *producers) heartbeatEvery() time.Duration {
+	if p.heartbeat > 0 {
+		return p.heartbeat
+	}
+	return DefaultHeartbeat
 }
 
 func (p *producers) add(runID string, cancel context.CancelCauseFunc) bool {
@@ -66,7 +89,21 @@ var ErrCancelled = chat.ErrCancelRequested
 
 // startDurable starts (or finds) the producer of a fresh durable run and
 // serves its log from the start.
+//
+// Exactly one producer runs per run id across every replica sharing the
+// store: the record is created if absent, and the producer must then win
+// the run's first claim (ClaimIf epoch 0). A repeated fresh POST, here or on
+// another replica, or a POST of a run that already ended, loses that claim
+// and is served the log instead: the model is never run twice.
 func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, runID string, in *agui.RunInput, opts chat.Options, format agui.Format) {
+	if err := durable.CheckRunID(runID); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid X-Run-Id %q", runID))
+		return
+	}
+	if msg := repeatedResume(r); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
 	store := h.cfg.Store
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
 	if !h.prod.add(runID, cancel) {
@@ -75,22 +112,47 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, runID str
 		h.serveLog(w, r, runID, durable.FromStart, format, nil)
 		return
 	}
+	started := false
+	defer func() {
+		if !started {
+			h.prod.done(runID)
+			cancel(nil)
+		}
+	}()
 	disc := chat.NewRunDisconnect()
 	opts.Disconnect = disc
 	bg := context.WithoutCancel(r.Context())
-	if _, err := store.CreateOrResume(bg, durable.RunRecord{RunID: runID, ThreadID: in.ThreadID, Status: durable.StatusRunning, StartedAt: time.Now()}); err != nil {
-		h.prod.done(runID)
-		cancel(nil)
+	rec, err := store.CreateOrResume(bg, durable.RunRecord{RunID: runID, ThreadID: in.ThreadID, Status: durable.StatusRunning, StartedAt: time.Now()})
+	if err != nil {
 		writeError(w, http.StatusInternalServerError, "recording the run: "+err.Error())
 		return
 	}
 	p := &producer{h: h, runID: runID, threadID: in.ThreadID, ctx: ctx, cancel: cancel, store: store}
+	if rec.Status != durable.StatusRunning {
+		// Ended or paused: its log is all there is to serve.
+		h.serveLog(w, r, runID, durable.FromStart, format, nil)
+		return
+	}
+	if l, ok := store.(durable.Leaser); ok {
+		claim, err := l.ClaimIf(bg, runID, 0)
+		if errors.Is(err, durable.ErrClaimNotAcquired) {
+			// Another producer (maybe on another replica) owns the run, or
+			// recovery ended it.
+			h.serveLog(w, r, runID, durable.FromStart, format, nil)
+			return
+		}
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "claiming the run: "+err.Error())
+			return
+		}
+		p.fence = durable.NewFence(store, claim, h.cfg.Logger)
+		p.leaser = l
+	}
 	if err := p.accept(); err != nil {
-		h.prod.done(runID)
-		cancel(nil)
 		writeError(w, http.StatusInternalServerError, "appending to the run log: "+err.Error())
 		return
 	}
+	started = true
 	go func() {
 		defer h.prod.done(runID)
 		defer cancel(nil)
@@ -106,6 +168,8 @@ type producer struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	store    durable.Store
+	fence    *durable.Fence // nil: the store cannot fence (no durable.Leaser)
+	leaser   durable.Leaser // nil: no heartbeat
 	batch    [][]byte
 	w        *agui.Writer
 	terminal *agui.Event // last terminal event written to the log
@@ -119,9 +183,23 @@ func (p *producer) flush() error {
 	if len(p.batch) == 0 {
 		return nil
 	}
-	_, err := p.store.Append(p.bg(), p.runID, p.batch)
+	var err error
+	if p.fence != nil {
+		_, err = p.fence.Append(p.bg(), p.batch)
+	} else {
+		_, err = p.store.Append(p.bg(), p.runID, p.batch)
+	}
 	p.batch = p.batch[:0]
 	return err
+}
+
+// lost reports the claim-loss error once a successor (recovery, or another
+// driver) has taken the run over.
+func (p *producer) lost() error {
+	if p.fence == nil {
+		return nil
+	}
+	return p.fence.Lost()
 }
 
 func (p *producer) emit(e *agui.Event) error {
@@ -153,7 +231,13 @@ func (p *producer) accept() error {
 // terminalizes and closes the log and the run record.
 func (p *producer) run(opts chat.Options) {
 	log := p.h.cfg.Logger.With("runId", p.runID)
-	go p.watchCancel()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		p.watch()
+	}()
+	defer func() { <-watched }()
+	defer p.cancel(nil) // stops the watcher
 	sawTerminal := false
 	var thrown error
 	for ev, err := range chat.Stream(p.ctx, opts) {
@@ -163,11 +247,21 @@ func (p *producer) run(opts chat.Options) {
 		}
 		sawTerminal = ev.IsTerminal()
 		if werr := p.w.Write(&ev); werr != nil {
-			log.Error("durable append failed; stopping the run", "error", werr)
+			if errors.Is(werr, durable.ErrClaimLost) {
+				log.Warn("durable run taken over by a successor; stopping this producer", "error", werr)
+			} else {
+				log.Error("durable append failed; stopping the run", "error", werr)
+			}
 			p.cancel(werr)
 			thrown = werr
 			break
 		}
+	}
+	if lost := p.lost(); lost != nil {
+		// The successor owns the log and the record now: write nothing
+		// more, not even a terminal, and leave the log to it.
+		log.Warn("durable run claim lost; leaving the log to the successor", "error", lost)
+		return
 	}
 	switch {
 	case thrown != nil:
@@ -194,6 +288,10 @@ func (p *producer) run(opts chat.Options) {
 	if err := p.flush(); err != nil {
 		log.Error("durable append failed", "error", err)
 	}
+	if lost := p.lost(); lost != nil {
+		log.Warn("durable run claim lost while finishing; leaving the log to the successor", "error", lost)
+		return
+	}
 	patch := durable.RunPatch{Status: durable.Set(durable.StatusCompleted), FinishedAt: durable.Set(time.Now())}
 	if t := p.terminal; t != nil && t.Type == agui.RunError {
 		status := durable.StatusFailed
@@ -205,24 +303,53 @@ func (p *producer) run(opts chat.Options) {
 	} else if t != nil && t.Outcome != nil && t.Outcome.Type == "interrupt" {
 		patch.Status = durable.Set(durable.StatusInterrupted)
 	}
-	if err := p.store.Update(p.bg(), p.runID, patch); err != nil {
-		log.Error("updating the run record failed", "error", err)
-	}
+	// Close before the record turns terminal: a crash in between leaves a
+	// running record over a closed log, which recovery finishes from the
+	// log's own terminal; the other order would leave readers parked on an
+	// open log of a run nothing lists as running.
 	if err := p.store.Close(p.bg(), p.runID); err != nil {
 		log.Error("closing the run log failed", "error", err)
 	}
+	var err error
+	if p.fence != nil {
+		err = p.fence.Update(p.bg(), patch)
+	} else {
+		err = p.store.Update(p.bg(), p.runID, patch)
+	}
+	if err != nil {
+		log.Error("updating the run record failed", "error", err)
+	}
 }
 
-// watchCancel stops the producer when a cancel is recorded for the run,
-// whichever replica recorded it.
-func (p *producer) watchCancel() {
-	t := time.NewTicker(p.h.cfg.cancelPoll())
+// watch runs beside the producer until it ends: it stops the producer when
+// a cancel is recorded for the run, whichever replica recorded it, and
+// refreshes the producer's lease so recovery knows it is alive. A refused
+// heartbeat means a successor claimed the run: the producer stops.
+func (p *producer) watch() {
+	poll := p.h.cfg.cancelPoll()
+	beat := p.h.prod.heartbeatEvery()
+	t := time.NewTicker(min(poll, beat))
 	defer t.Stop()
+	lastBeat := time.Now()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
-		case <-t.C:
+		case now := <-t.C:
+			if p.leaser != nil && now.Sub(lastBeat) >= beat {
+				err := p.leaser.Heartbeat(p.bg(), p.fence.Claim())
+				if errors.Is(err, durable.ErrClaimLost) {
+					// The store refuses this producer's next append, which
+					// latches the loss in its fence; stop the run now.
+					p.cancel(err)
+					return
+				}
+				if err != nil {
+					p.h.cfg.Logger.Warn("durable heartbeat failed", "runId", p.runID, "error", err)
+				} else {
+					lastBeat = now
+				}
+			}
 			rec, err := p.store.Get(p.bg(), p.runID)
 			if err == nil && rec.CancelRequested != nil && *rec.CancelRequested {
 				p.cancel(chat.ErrCancelRequested)
@@ -235,10 +362,30 @@ func (p *producer) watchCancel() {
 // serveLog streams a run's log after an offset until the log closes or the
 // client leaves. disc, when set, is notified if the client goes away.
 func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after string, format agui.Format, disc *chat.RunDisconnect) {
+	if msg := repeatedResume(r); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	if after != durable.FromStart && after != durable.Now && !durable.ValidOffset(after) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid resume offset %q for run %q: malformed", after, runID))
+		return
+	}
 	sent := false
 	rc := http.NewResponseController(w)
 	var buf []byte
+	// Offsets are opaque, but the wire needs each to be a valid SSE id and
+	// never repeated (§1.3): a backend breaking that fails the response
+	// rather than corrupting a client's cursor. Logs are totally ordered,
+	// so a repeat shows as the previous offset again (e.g. re-yielded after
+	// a wake-up); only that one is kept, so a long catch-up costs no memory.
+	prev := after
 	for e, err := range h.cfg.Store.Read(r.Context(), runID, after) {
+		if err == nil {
+			if e.Offset == prev || !durable.ValidOffset(e.Offset) {
+				err = fmt.Errorf("run log of %q yielded an invalid or repeated offset %q", runID, e.Offset)
+			}
+			prev = e.Offset
+		}
 		if err != nil {
 			if sent {
 				h.cfg.Logger.Error("reading the run log", "runId", runID, "error", err)
@@ -274,6 +421,25 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after 
 		setStreamHeaders(w, format)
 		w.WriteHeader(http.StatusOK)
 	}
+}
+
+// repeatedResume names a resume cursor given more than once (two
+// Last-Event-ID headers, or ?offset= twice), which must never silently pick
+// one of them.
+func repeatedResume(r *http.Request) string {
+	if v := r.Header.Values("Last-Event-ID"); len(v) > 1 {
+		return fmt.Sprintf("repeated Last-Event-ID header: %q", v)
+	}
+	if v := r.URL.Query()["offset"]; len(v) > 1 {
+		return fmt.Sprintf("repeated offset query parameter: %q", v)
+	}
+	if v := r.Header.Values("X-Run-Id"); len(v) > 1 {
+		return fmt.Sprintf("repeated X-Run-Id header: %q", v)
+	}
+	if v := r.URL.Query()["runId"]; len(v) > 1 {
+		return fmt.Sprintf("repeated runId query parameter: %q", v)
+	}
+	return ""
 }
 
 func appendFrame(b []byte, format agui.Format, e durable.Entry) []byte {

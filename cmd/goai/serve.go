@@ -50,6 +50,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeStore()
 	chatHandler := server.ChatHandler(server.Config{Options: build, Profile: profile, Logger: logger, Store: store})
+	stopRecovery, err := startRecovery(ctx, chatHandler, store, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
+	defer stopRecovery()
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", chatHandler)
 	mux.Handle("/api/chat/cancel", chatHandler)

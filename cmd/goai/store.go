@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/goai-sdk/goai/durable"
 	"github.com/goai-sdk/goai/durable/postgres"
 	"github.com/goai-sdk/goai/durable/sqlite"
+	"github.com/goai-sdk/goai/server"
 )
 
 // openStore opens the run store named by spec: sqlite:PATH (the embedded
@@ -49,4 +53,61 @@ func redactURL(s string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	return u.String()
+}
+
+// Recovery defaults for goai serve, overridable from the environment:
+// GOAI_LEASE (how long a silent producer keeps its run; its heartbeat is a
+// fifth of it) and GOAI_DETACHED_TTL (how long a detached run may run on
+// before the reaper cancels it; 0 disables the reaper).
+const (
+	defaultDetachedTTL = 30 * time.Minute
+)
+
+// startRecovery wires crash recovery for a durable store: h's producers
+// heartbeat every lease/5, and a sweeper, run at once and every lease/3,
+// ends runs whose producer is gone (RUN_ERROR producer-lost, closed log,
+// failed record) and cancels detached runs past their TTL. Every replica
+// sharing the store runs one; claims make each recovery happen once. The
+// returned func stops the sweeper and waits for it.
+func startRecovery(ctx context.Context, h *server.Handler, store durable.Store, logger *slog.Logger) (func(), error) {
+	if store == nil {
+		return func() {}, nil
+	}
+	lease, err := envDuration("GOAI_LEASE", server.DefaultLease)
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := envDuration("GOAI_DETACHED_TTL", defaultDetachedTTL)
+	if err != nil {
+		return nil, err
+	}
+	if lease <= 0 {
+		return nil, fmt.Errorf("GOAI_LEASE must be positive")
+	}
+	h.SetHeartbeat(max(lease/5, time.Millisecond))
+	rc := &server.Recovery{
+		Store:       store,
+		Lease:       lease,
+		DetachedTTL: ttl,
+		Logger:      logger,
+		// No sandboxes are wired into goai serve yet; when they are, this
+		// destroys the sandbox of a run whose producer died.
+		ReleaseSandbox: nil,
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { rc.Run(ctx) })
+	return func() { cancel(); wg.Wait() }, nil
+}
+
+func envDuration(key string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", key, err)
+	}
+	return d, nil
 }

@@ -501,6 +501,8 @@ func RunStore(t *testing.T, newStore func(t *testing.T) durable.Store, opts *Opt
 			t.Fatalf("log not closed or wrong: %d entries, %v", len(all), err)
 		}
 	})
+
+	Leases(t, newStore)
 }
 
 // fencedAppendAtomicWithClaim checks that a claim and a concurrent fenced

@@ -74,6 +74,7 @@ var _ interface {
 	durable.Store
 	durable.Upserter
 	durable.Pruner
+	durable.Leaser
 } = (*Store)(nil)
 
 const schema = `
@@ -115,6 +116,10 @@ CREATE TABLE IF NOT EXISTS goai_runs (
 );
 CREATE INDEX IF NOT EXISTS goai_runs_thread ON goai_runs (thread_id, status, started_at);
 CREATE INDEX IF NOT EXISTS goai_runs_detached ON goai_runs (status, detached_since) WHERE detached_since IS NOT NULL;
+CREATE TABLE IF NOT EXISTS goai_leases (
+	run_id       text PRIMARY KEY,
+	heartbeat_at bigint NOT NULL
+);
 
 -- goai_append stores a batch atomically with its fencing and idempotency
 -- checks. code: ok | dup (producer tuple seen: first_seq, n are the original)

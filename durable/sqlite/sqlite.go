@@ -74,6 +74,7 @@ var _ interface {
 	durable.Store
 	durable.Upserter
 	durable.Pruner
+	durable.Leaser
 } = (*Store)(nil)
 
 // op is one write request run by the writer goroutine in its own savepoint
@@ -123,6 +124,10 @@ CREATE TABLE IF NOT EXISTS goai_runs (
 );
 CREATE INDEX IF NOT EXISTS goai_runs_thread ON goai_runs (thread_id, status, started_at);
 CREATE INDEX IF NOT EXISTS goai_runs_detached ON goai_runs (status, detached_since) WHERE detached_since IS NOT NULL;
+CREATE TABLE IF NOT EXISTS goai_leases (
+	run_id       TEXT PRIMARY KEY,
+	heartbeat_at INTEGER NOT NULL
+) WITHOUT ROWID;
 `
 
 // Open opens (creating if needed) the database at path and starts its

@@ -1,0 +1,152 @@
+package durabletest
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goai-sdk/goai/durable"
+)
+
+// Leases runs the producer-liveness conformance suite for stores that
+// implement durable.Leaser (compare-and-set claims, fenced heartbeats,
+// stale-run listing); RunStore calls it. A store that is not a Leaser skips.
+func Leases(t *testing.T, newStore func(t *testing.T) durable.Store) {
+	sub := func(name string, f func(t *testing.T, s durable.Store, l durable.Leaser)) {
+		t.Run(name, func(t *testing.T) {
+			leakCheck(t)
+			s := newStore(t)
+			l, ok := s.(durable.Leaser)
+			if !ok {
+				t.Skip("store is not a durable.Leaser")
+			}
+			f(t, s, l)
+		})
+	}
+	reason := func(t *testing.T, err error, want durable.ClaimReason) {
+		t.Helper()
+		var ce *durable.ClaimError
+		if !errors.As(err, &ce) || ce.Reason != want || !errors.Is(err, durable.ErrClaimNotAcquired) {
+			t.Fatalf("ClaimIf: %v, want a *ClaimError %q", err, want)
+		}
+	}
+	epochOf := func(t *testing.T, s durable.Store, run string) int64 {
+		t.Helper()
+		r := mustGet(t, s, run)
+		if r.DriverEpoch == nil {
+			return 0
+		}
+		return *r.DriverEpoch
+	}
+
+	sub("lease_claim_if_is_compare_and_set", func(t *testing.T, s durable.Store, l durable.Leaser) {
+		ctx := ctxT(t)
+		_, err := l.ClaimIf(ctx, "missing", 0)
+		reason(t, err, durable.ClaimUnknown)
+		mustCreate(t, s, durable.RunRecord{RunID: "r", ThreadID: "t", StartedAt: ms(1)})
+		c, err := l.ClaimIf(ctx, "r", 0)
+		if err != nil || c.Epoch != 1 || c.RunID != "r" {
+			t.Fatalf("first ClaimIf(0) = %+v, %v; want epoch 1", c, err)
+		}
+		_, err = l.ClaimIf(ctx, "r", 0)
+		reason(t, err, durable.ClaimTaken)
+		if e := epochOf(t, s, "r"); e != 1 {
+			t.Fatalf("refused ClaimIf changed the epoch to %d", e)
+		}
+		c2, err := l.ClaimIf(ctx, "r", 1)
+		if err != nil || c2.Epoch != 2 {
+			t.Fatalf("ClaimIf(1) = %+v, %v; want epoch 2", c2, err)
+		}
+		// The successor's claim fences the predecessor's appends.
+		if _, err := s.AppendWith(ctx, "r", evs(0, 1), durable.AppendOptions{Epoch: c.Epoch}); !errors.Is(err, durable.ErrClaimLost) {
+			t.Fatalf("predecessor append after ClaimIf: %v, want ErrClaimLost", err)
+		}
+		mustUpdate(t, s, "r", durable.RunPatch{Status: durable.Set(durable.StatusFailed)})
+		_, err = l.ClaimIf(ctx, "r", 2)
+		reason(t, err, durable.ClaimTerminal)
+		if e := epochOf(t, s, "r"); e != 2 {
+			t.Fatalf("ClaimIf of a terminal run changed the epoch to %d", e)
+		}
+	})
+
+	sub("lease_concurrent_claim_if_has_one_winner", func(t *testing.T, s durable.Store, l durable.Leaser) {
+		ctx := ctxT(t)
+		mustCreate(t, s, durable.RunRecord{RunID: "r", ThreadID: "t", StartedAt: ms(1)})
+		const n = 8
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { _, errs[i] = l.ClaimIf(ctx, "r", 0) })
+		}
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			if err == nil {
+				won++
+			} else {
+				reason(t, err, durable.ClaimTaken)
+			}
+		}
+		if won != 1 || epochOf(t, s, "r") != 1 {
+			t.Fatalf("%d of %d concurrent ClaimIf(0) won, epoch %d; want 1 and 1", won, n, epochOf(t, s, "r"))
+		}
+	})
+
+	sub("lease_heartbeat_is_fenced", func(t *testing.T, s durable.Store, l durable.Leaser) {
+		ctx := ctxT(t)
+		if err := l.Heartbeat(ctx, durable.Claim{RunID: "missing", Epoch: 1}); !errors.Is(err, durable.ErrRunNotFound) {
+			t.Fatalf("Heartbeat(unknown run): %v, want ErrRunNotFound", err)
+		}
+		mustCreate(t, s, durable.RunRecord{RunID: "r", ThreadID: "t", StartedAt: ms(1)})
+		c, err := l.ClaimIf(ctx, "r", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Heartbeat(ctx, c); err != nil {
+			t.Fatalf("Heartbeat of the holder: %v", err)
+		}
+		if _, err := s.Claim(ctx, "r"); err != nil {
+			t.Fatal(err)
+		}
+		err = l.Heartbeat(ctx, c)
+		var lost *durable.ClaimLostError
+		if !errors.As(err, &lost) || lost.Held != 1 || lost.Observed != 2 {
+			t.Fatalf("Heartbeat of a superseded claim: %v, want ClaimLostError held 1 observed 2", err)
+		}
+	})
+
+	sub("lease_list_stale", func(t *testing.T, s durable.Store, l durable.Leaser) {
+		ctx := ctxT(t)
+		recent := time.Now()
+		mustCreate(t, s, durable.RunRecord{RunID: "old-never-beat", ThreadID: "t", StartedAt: ms(1)})
+		mustCreate(t, s, durable.RunRecord{RunID: "old-beating", ThreadID: "t", StartedAt: ms(2)})
+		mustCreate(t, s, durable.RunRecord{RunID: "young", ThreadID: "t", StartedAt: recent})
+		mustCreate(t, s, durable.RunRecord{RunID: "done", ThreadID: "t", StartedAt: ms(3), Status: durable.StatusCompleted})
+		mustCreate(t, s, durable.RunRecord{RunID: "paused", ThreadID: "t", StartedAt: ms(4), Status: durable.StatusInterrupted})
+		time.Sleep(5 * time.Millisecond)
+		if _, err := l.ClaimIf(ctx, "old-beating", 0); err != nil {
+			t.Fatal(err)
+		}
+		list := func(d time.Duration) []string {
+			t.Helper()
+			rs, err := l.ListStale(ctx, d)
+			if err != nil {
+				t.Fatalf("ListStale(%v): %v", d, err)
+			}
+			return ids(rs)
+		}
+		if got, want := list(time.Hour), []string{"old-never-beat"}; !slices.Equal(got, want) {
+			t.Fatalf("ListStale(1h) = %v, want %v (a claim is a heartbeat; young, terminal and interrupted runs are not stale)", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if got, want := list(0), []string{"old-never-beat", "young", "old-beating"}; !slices.Equal(got, want) {
+			t.Fatalf("ListStale(0) = %v, want %v (inclusive, oldest first)", got, want)
+		}
+		mustUpdate(t, s, "old-never-beat", durable.RunPatch{Status: durable.Set(durable.StatusFailed)})
+		if got := list(time.Hour); len(got) != 0 {
+			t.Fatalf("ListStale(1h) after finishing the stale run = %v, want none", got)
+		}
+	})
+}

@@ -1,0 +1,96 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/goai-sdk/goai/durable"
+	"github.com/jackc/pgx/v5"
+)
+
+// Heartbeats are stamped and compared with the database's clock, so that
+// replicas with skewed clocks agree on which producers are alive.
+const dbNowMillis = `(extract(epoch from clock_timestamp()) * 1000)::bigint`
+
+const upsertLease = `INSERT INTO goai_leases (run_id, heartbeat_at) VALUES ($1, ` + dbNowMillis + `)
+	ON CONFLICT (run_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`
+
+// ClaimIf implements durable.Leaser.
+func (s *Store) ClaimIf(ctx context.Context, runID string, epoch int64) (durable.Claim, error) {
+	if err := s.checkOpen(); err != nil {
+		return durable.Claim{}, err
+	}
+	var c durable.Claim
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var status string
+		var cur *int64
+		err := tx.QueryRow(ctx, `SELECT status, driver_epoch FROM goai_runs WHERE run_id = $1 FOR UPDATE`, runID).Scan(&status, &cur)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimUnknown}
+		case err != nil:
+			return err
+		case durable.RunStatus(status).Terminal():
+			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTerminal}
+		}
+		var have int64
+		if cur != nil {
+			have = *cur
+		}
+		if have != epoch {
+			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTaken}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE goai_runs SET driver_epoch = $2 WHERE run_id = $1`, runID, have+1); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, upsertLease, runID); err != nil {
+			return err
+		}
+		c = durable.Claim{RunID: runID, Epoch: have + 1}
+		return nil
+	})
+	var ce *durable.ClaimError
+	if errors.As(err, &ce) {
+		return durable.Claim{}, err
+	}
+	return c, wrap("claim", err)
+}
+
+// Heartbeat implements durable.Leaser.
+func (s *Store) Heartbeat(ctx context.Context, claim durable.Claim) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var cur *int64
+		err := tx.QueryRow(ctx, `SELECT driver_epoch FROM goai_runs WHERE run_id = $1 FOR SHARE`, claim.RunID).Scan(&cur)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("%w: %q", durable.ErrRunNotFound, claim.RunID)
+		case err != nil:
+			return err
+		}
+		var have int64
+		if cur != nil {
+			have = *cur
+		}
+		if have != claim.Epoch {
+			return &durable.ClaimLostError{RunID: claim.RunID, Held: claim.Epoch, Observed: have}
+		}
+		_, err = tx.Exec(ctx, upsertLease, claim.RunID)
+		return err
+	})
+	if errors.Is(err, durable.ErrClaimLost) || errors.Is(err, durable.ErrRunNotFound) {
+		return err
+	}
+	return wrap("heartbeat", err)
+}
+
+// ListStale implements durable.Leaser.
+func (s *Store) ListStale(ctx context.Context, olderThan time.Duration) ([]durable.RunRecord, error) {
+	const seen = `coalesce((SELECT l.heartbeat_at FROM goai_leases l WHERE l.run_id = goai_runs.run_id), started_at)`
+	return s.list(ctx, `status = 'running' AND `+seen+` <= `+dbNowMillis+` - $1 ORDER BY `+seen+`, id`,
+		olderThan.Milliseconds())
+}
