@@ -6,11 +6,14 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/middleware/toolcache"
 	"github.com/goai-sdk/goai/provider/scripted"
 )
 
 func newCatalogue() *scripted.Catalogue {
-	return &scripted.Catalogue{}
+	// "cache" is toolCacheMiddleware() with defaults: a fresh 100-entry LRU
+	// per scenario run.
+	return &scripted.Catalogue{Cache: func() *chat.Middleware { return toolcache.New(toolcache.Options{}) }}
 }
 
 // errorEvent is the RUN_ERROR an encoder writes when the run throws.
