@@ -150,7 +150,10 @@ func TestItem33TerminalHooksDrainInFlightDiffs(t *testing.T) {
 			}
 			a := &scripted{turns: []turn{tn}}
 			evs, err := collect(ctx, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}), after))
-			if (path == "error") != (err != nil) {
+			switch {
+			case path == "abort" && !errors.Is(err, chat.ErrAborted):
+				t.Fatalf("an aborted run must end with chat.ErrAborted, got %v", err)
+			case path == "error" && err == nil, path == "finish" && err != nil:
 				t.Fatalf("run error %v", err)
 			}
 			if !doneAtTerminal.Load() {
