@@ -548,8 +548,12 @@ func (h *Handler) serveCancel(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"runId": body.RunID, "cancelRequested": true, "stoppedHere": local})
 }
 
+// acceptFormat picks the wire format: NDJSON when the request accepts
+// application/x-ndjson or asks for ?format=ndjson (the TanStack client's
+// fetchHttpStream sends no Accept header, so point it at
+// /api/chat?format=ndjson), else SSE.
 func acceptFormat(r *http.Request) agui.Format {
-	if containsNDJSON(r.Header.Get("Accept")) {
+	if containsNDJSON(r.Header.Get("Accept")) || r.URL.Query().Get("format") == "ndjson" {
 		return agui.NDJSON
 	}
 	return agui.SSE

@@ -397,3 +397,13 @@ func TestStructuredOutputOverHTTP(t *testing.T) {
 		t.Fatalf("structured stream: %+v", fs)
 	}
 }
+
+func TestFormatQueryParameterSelectsNDJSON(t *testing.T) {
+	e := newEnv(t, slowScenario(t, 1, 0), nil)
+	res := post(t, context.Background(), e.srv.URL+"/api/chat?format=ndjson", nil, body)
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.Header.Get("Content-Type") != "application/x-ndjson" || !bytes.HasPrefix(raw, []byte(`{"type":`)) {
+		t.Fatalf("?format=ndjson: %s %s", res.Header.Get("Content-Type"), raw)
+	}
+}

@@ -156,14 +156,10 @@ for (const run of runs) describe(run.name, () => {
     })
   }
 
-  // The unconfigured fetchHttpStream (no Accept header) expects NDJSON, as the
-  // reference's toHttpResponse route gives it; goai serve answers SSE unless
-  // asked for NDJSON, and the client then builds an empty assistant message.
-  // Reported; a todo until goai serve can be told to answer NDJSON.
-  if (urls['agui-http-bare'] && input) test(`${run.name}: ChatClient fetchHttpStream without an Accept header gets NDJSON`, {
-    todo: 'goai serve chooses NDJSON only on Accept: application/x-ndjson, which fetchHttpStream does not send',
-  }, async () => {
-    const got = await runChatClient(urls['agui-http-bare'], 'http', scenario, input)
+  // fetchHttpStream sends no Accept header; the reference's route author
+  // picks toHttpResponse. goai serve answers NDJSON to ?format=ndjson.
+  if (urls['agui-http-bare'] && input) test(`${run.name}: ChatClient fetchHttpStream (no Accept header) at ?format=ndjson`, async () => {
+    const got = await runChatClient(urls['agui-http-bare'] + '?format=ndjson', 'http', scenario, input)
     assert.deepEqual(got.errors, [])
     checkAgainstEvents(got, scenario)
     assert.ok(got.messages.some((m) => m.role === 'assistant' && m.parts.length > 0), 'no assistant content')
