@@ -193,3 +193,19 @@ func dropEmptyIDs(t *testing.T, raw json.RawMessage) json.RawMessage {
 	b, _ := json.Marshal(msgs)
 	return b
 }
+
+func TestCheck54RequestBodyNeedsRunIDAndLosesParts(t *testing.T) {
+	_, err := ParseRunInput([]byte(`{"threadId":"t","messages":[],"tools":[],"context":[]}`))
+	var re *RequestError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "runId") {
+		t.Fatalf("a body without a string runId must be rejected naming it: %v", err)
+	}
+	in, err := ParseRunInput([]byte(`{"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":"hi","parts":[{"type":"text","content":"x"}]}],"tools":[],"context":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(in.Messages)
+	if strings.Contains(string(raw), "parts") {
+		t.Fatalf("inbound parts survived: %s", raw)
+	}
+}

@@ -139,6 +139,11 @@ func (r *run) applyResume() error {
 			continue
 		}
 		if !p.approval {
+			if len(p.tool.OutputSchema) > 0 {
+				if err := validateJSON(p.tool.OutputSchema, entry.Payload); err != nil {
+					groups[p.id] = append(groups[p.id], item(p.id, CodeInvalidToolOutput, fmt.Sprintf("Tool %s output is invalid: %v", p.tool.Name, err)))
+				}
+			}
 			continue
 		}
 		approved, envelope, ok := readApproval(entry.Payload)

@@ -93,6 +93,26 @@ func (t *Tool) validate(args json.RawMessage) error {
 	return t.resolved.Validate(v)
 }
 
+// validateJSON checks a JSON value against a JSON Schema.
+func validateJSON(schema, value json.RawMessage) error {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return fmt.Errorf("invalid schema: %w", err)
+	}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("invalid schema: %w", err)
+	}
+	var v any
+	if len(value) == 0 {
+		value = json.RawMessage("null")
+	}
+	if err := json.Unmarshal(value, &v); err != nil {
+		return err
+	}
+	return r.Validate(v)
+}
+
 // DuplicateToolNameError reports two tools with one name.
 type DuplicateToolNameError struct{ Name string }
 
