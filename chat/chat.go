@@ -44,6 +44,9 @@ type Options struct {
 	OutputSchema json.RawMessage
 	// Debug selects logging; nil logs errors only.
 	Debug *Debug
+	// Interrupts registers the generic interrupt definitions middleware may
+	// raise through OnInterruptBoundary.
+	Interrupts []InterruptDefinition
 	// LazyTools configures how Lazy tools are advertised.
 	LazyTools LazyTools
 	// Disconnect is the run's disconnect notifier, owned by the transport
@@ -98,6 +101,13 @@ func Check(opts *Options) error {
 		if m == nil {
 			return fmt.Errorf("chat: Options.Middleware[%d] is nil", i)
 		}
+	}
+	seen := map[string]bool{}
+	for _, d := range opts.Interrupts {
+		if d.ID == "" || seen[d.ID] {
+			return fmt.Errorf("chat: interrupt definition ids must be unique and non-empty (%q)", d.ID)
+		}
+		seen[d.ID] = true
 	}
 	return validateCapabilities(opts)
 }
@@ -235,9 +245,10 @@ type run struct {
 
 	chunk agui.Event // the model chunk in flight (see streamModelTurn)
 
-	disconnect *RunDisconnect
-	lazy       *lazyManager // nil without lazy tools
-	aborted    *AbortError  // set when OnAbort ran
+	disconnect    *RunDisconnect
+	lazy          *lazyManager // nil without lazy tools
+	interruptDefs map[string]InterruptDefinition
+	aborted       *AbortError // set when OnAbort ran
 
 	caps  map[CapabilityKey]any
 	capMu sync.Mutex
@@ -317,6 +328,10 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 	}
 	r.syncContext()
 	r.mctx.Metadata = opts.Metadata
+	r.interruptDefs = map[string]InterruptDefinition{}
+	for _, d := range opts.Interrupts {
+		r.interruptDefs[d.ID] = d
+	}
 	r.so = newStructuredState(opts)
 	r.disconnect = opts.Disconnect
 	if r.disconnect == nil {

@@ -479,13 +479,15 @@ func TestCheck47LazyToolsHiddenUntilDiscovered(t *testing.T) {
 }
 
 // A middleware raises a generic interrupt at a boundary; the resume answers
-// it and OnInterruptResolution decides the pending tools' fate.
+// it (with the continuation metadata the client echoes), the answer is
+// checked against the definition, and OnInterruptResolution decides.
 func TestGenericInterruptRoundTrip(t *testing.T) {
+	defs := []chat.InterruptDefinition{{ID: "confirm", ResponseSchema: json.RawMessage(`{"type":"boolean"}`)}}
 	var gotRes []chat.InterruptResolution
 	gate := &chat.Middleware{Name: "gate",
 		OnInterruptBoundary: func(c *chat.Context) ([]chat.InterruptRequest, error) {
 			if c.Phase == chat.PhaseBeforeModel && c.ParentRunID == "" {
-				return []chat.InterruptRequest{{Reason: "confirm", Message: "Proceed?", ResponseSchema: json.RawMessage(`{"type":"boolean"}`)}}, nil
+				return []chat.InterruptRequest{{Definition: "confirm", Key: "deploy", Reason: "confirm", Message: "Proceed?"}}, nil
 			}
 			return nil, nil
 		},
@@ -497,8 +499,12 @@ func TestGenericInterruptRoundTrip(t *testing.T) {
 			return "continue", nil
 		},
 	}
+	run := func(a *turns, runID, parent string, resume []chat.ResumeItem) ([]agui.Event, error) {
+		return collect(t, chat.Options{Adapter: a, Messages: user("x"), RunID: runID, ParentRunID: parent, Resume: resume,
+			Interrupts: defs, Middleware: []*chat.Middleware{gate}})
+	}
 	a := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), RunID: "run-1", Middleware: []*chat.Middleware{gate}})
+	evs, err := run(a, "run-1", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,78 +513,40 @@ func TestGenericInterruptRoundTrip(t *testing.T) {
 		t.Fatalf("no generic interrupt: %s", types(evs))
 	}
 	it := fin.Outcome.Interrupts[0]
-	if !strings.HasPrefix(it.ID, "interrupt-") || it.Reason != "confirm" {
+	if !strings.HasPrefix(it.ID, "interrupt-") || it.Reason != "confirm" || string(it.ResponseSchema) != `{"type":"boolean"}` {
 		t.Fatalf("interrupt %+v", it)
 	}
-	// Answer "false": the policy stops the run without a model call.
+	answer := func(payload string) []chat.ResumeItem {
+		return []chat.ResumeItem{{InterruptID: it.ID, Status: "resolved", Payload: json.RawMessage(payload), Metadata: chat.Continuation(it)}}
+	}
+	// "false": the policy stops the run without a model call.
 	b := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
-	evs, err = collect(t, chat.Options{Adapter: b, Messages: user("x"), RunID: "run-2", ParentRunID: "run-1", Middleware: []*chat.Middleware{gate},
-		Resume: []chat.ResumeItem{{InterruptID: it.ID, Status: "resolved", Payload: json.RawMessage("false")}}})
-	if err != nil || len(b.reqs) != 0 || len(gotRes) != 1 || gotRes[0].InterruptID != it.ID || evs[len(evs)-1].Type != agui.RunFinished {
+	evs, err = run(b, "run-2", "run-1", answer("false"))
+	if err != nil || len(b.reqs) != 0 || len(gotRes) != 1 || gotRes[0].Definition != "confirm" || gotRes[0].Key != "deploy" || evs[len(evs)-1].Type != agui.RunFinished {
 		t.Fatalf("stop policy: err %v calls %d res %+v stream %s", err, len(b.reqs), gotRes, types(evs))
 	}
-	// Answer "true": the run continues to the model.
+	// "true": the run continues to the model.
 	c := &turns{t: [][]agui.Event{textTurn("m", "go", "stop")}}
-	if _, err := collect(t, chat.Options{Adapter: c, Messages: user("x"), RunID: "run-3", ParentRunID: "run-1", Middleware: []*chat.Middleware{gate},
-		Resume: []chat.ResumeItem{{InterruptID: it.ID, Status: "resolved", Payload: json.RawMessage("true")}}}); err != nil || len(c.reqs) != 1 {
+	if _, err := run(c, "run-3", "run-1", answer("true")); err != nil || len(c.reqs) != 1 {
 		t.Fatalf("continue policy: %v calls %d", err, len(c.reqs))
 	}
-}
-
-func TestCheck07ExactlyOneToolCallEndPerCall(t *testing.T) {
-	a := &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":2}`), textTurn("m", "x", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}})
-	if err != nil {
-		t.Fatal(err)
+	// An answer that fails the definition's schema: invalid-payload, nothing runs.
+	d := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
+	evs, _ = run(d, "run-4", "run-1", answer(`"yes"`))
+	if len(evs) != 1 || !strings.Contains(string(agui.AppendWire(nil, &evs[0])), "invalid-payload") || len(d.reqs) != 0 {
+		t.Fatalf("bad payload: %s", types(evs))
 	}
-	if n := strings.Count(types(evs), "TOOL_CALL_END"); n != 1 {
-		t.Fatalf("%d TOOL_CALL_END events for one call: %s", n, types(evs))
+	// An id that was never issued (no continuation): unknown-interrupt.
+	e := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
+	evs, _ = run(e, "run-5", "run-1", []chat.ResumeItem{{InterruptID: "interrupt-123-forged", Status: "resolved", Payload: json.RawMessage("true")}})
+	if len(evs) != 1 || evs[0].Code != "unknown-interrupt" || len(e.reqs) != 0 {
+		t.Fatalf("forged id: %s %q", types(evs), evs[0].Code)
 	}
-}
-
-// The seed's structured-output lifecycle rules, in hook order:
-// onStructuredOutputConfig before onConfig at the boundary (phase
-// structuredOutput, outputSchema not in the onConfig view), onChunk and
-// onUsage for finalization chunks, no onIteration for finalization, and
-// onFinish once, after finalization, with the loop's terminal info.
-func TestSeedStructuredOutputLifecycle(t *testing.T) {
-	var log []string
-	mw := &chat.Middleware{Name: "trace",
-		OnStructuredOutputConfig: func(c *chat.Context, cfg *chat.StructuredOutputConfig) error {
-			log = append(log, "soConfig:"+string(c.Phase))
-			cfg.OutputSchema = json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"$defs":{"x":{}}}`)
-			return nil
-		},
-		OnConfig:    func(c *chat.Context, _ *chat.Config) error { log = append(log, "config:"+string(c.Phase)); return nil },
-		OnIteration: func(c *chat.Context, _ chat.IterationInfo) error { log = append(log, "iteration"); return nil },
-		OnChunk: func(c *chat.Context, ev *agui.Event) (chat.ChunkAction, error) {
-			if c.Phase == chat.PhaseStructuredOutput {
-				log = append(log, "chunk:"+string(ev.Type))
-			}
-			return chat.Pass, nil
-		},
-		OnUsage: func(c *chat.Context, _ agui.TokenUsage) error {
-			log = append(log, "usage:"+string(c.Phase))
-			return nil
-		},
-		OnFinish: func(_ *chat.Context, i chat.FinishInfo) error {
-			log = append(log, "finish:"+i.FinishReason)
-			return nil
-		},
-	}
-	a := &structuredAdapter{turns: &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":2}`), textTurn("m", "done", "stop")}}, raw: `{"answer":"3"}`}
-	if _, err := chat.Structured[answer](context.Background(), chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}}); err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Join(log, " ")
-	want := "config:init iteration config:beforeModel iteration config:beforeModel usage:modelStream " +
-		"soConfig:structuredOutput config:structuredOutput chunk:RUN_STARTED chunk:CUSTOM chunk:TEXT_MESSAGE_START chunk:TEXT_MESSAGE_CONTENT " +
-		"chunk:TEXT_MESSAGE_END chunk:CUSTOM usage:structuredOutput chunk:RUN_FINISHED finish:stop"
-	if got != want {
-		t.Fatalf("hook order\n got %s\nwant %s", got, want)
-	}
-	if !strings.Contains(string(a.schema), `"$defs"`) {
-		t.Fatalf("onStructuredOutputConfig's schema was not the one sent: %s", a.schema)
+	// A continuation for a definition this server lacks: stale.
+	f := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
+	evs, _ = collect(t, chat.Options{Adapter: f, Messages: user("x"), RunID: "run-6", ParentRunID: "run-1", Resume: answer("true")})
+	if len(evs) != 1 || evs[0].Code != "stale" {
+		t.Fatalf("unknown definition: %s %q", types(evs), evs[0].Code)
 	}
 }
 

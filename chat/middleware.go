@@ -298,17 +298,34 @@ type ErrorInfo struct {
 }
 
 // InterruptRequest is a generic interrupt a middleware asks for.
+//
+// Definition names a registered InterruptDefinition (Options.Interrupts);
+// its response schema validates the client's answer on resume. Key tells
+// requests of one definition apart.
 type InterruptRequest struct {
-	Reason         string
-	Message        string
-	ResponseSchema json.RawMessage
-	Payload        any
-	Metadata       map[string]any
+	Definition string
+	Key        string
+	Reason     string
+	Message    string
+	Payload    any
+	ExpiresAt  string // RFC 3339; an answer after it is rejected (expired)
+	Metadata   map[string]any
+}
+
+// InterruptDefinition declares a kind of generic interrupt. Resumes are
+// stateless: the client echoes the interrupt's continuation metadata, and
+// the server checks it against the definition it still has.
+type InterruptDefinition struct {
+	ID             string
+	ResponseSchema json.RawMessage // validates the answer; nil accepts any
+	PayloadSchema  json.RawMessage // validates the request's payload; nil accepts any
 }
 
 // InterruptResolution is how a client answered a generic interrupt.
 type InterruptResolution struct {
 	InterruptID string
+	Definition  string
+	Key         string
 	Status      string // "resolved" | "cancelled"
 	Payload     json.RawMessage
 	Metadata    map[string]any

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/goai-sdk/goai/agui"
 )
@@ -73,14 +74,14 @@ func (r *run) applyResume() error {
 	if len(r.resume) == 0 {
 		return nil
 	}
-	// Answers to generic interrupts (ids "interrupt-…", raised by
-	// middleware through OnInterruptBoundary) go to OnInterruptResolution;
-	// the rest must answer the tool interrupts rebuilt from history.
-	var generic []InterruptResolution
-	var toolItems []ResumeItem
+	// Answers to generic interrupts (raised by middleware through
+	// OnInterruptBoundary) carry the interrupt's continuation metadata and
+	// go to OnInterruptResolution; the rest must answer the tool interrupts
+	// rebuilt from history.
+	var genericItems, toolItems []ResumeItem
 	for _, e := range r.resume {
-		if strings.HasPrefix(e.InterruptID, "interrupt-") {
-			generic = append(generic, InterruptResolution{InterruptID: e.InterruptID, Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
+		if _, has := e.Metadata[continuationKey]; has || strings.HasPrefix(e.InterruptID, "interrupt-") {
+			genericItems = append(genericItems, e)
 			continue
 		}
 		toolItems = append(toolItems, e)
@@ -103,6 +104,10 @@ func (r *run) applyResume() error {
 		return InterruptError{Scope: "item", ThreadID: r.threadID, InterruptedRunID: parent, InterruptID: id, Code: code, Message: msg, Source: "client"}
 	}
 	groups := map[string][]InterruptError{}
+	generic, incompleteGeneric, err := r.checkGeneric(genericItems, parent, groups)
+	if err != nil {
+		return err
+	}
 	byID := map[string]ResumeItem{}
 	counts := map[string]int{}
 	for _, e := range r.resume {
@@ -116,7 +121,7 @@ func (r *run) applyResume() error {
 			groups[id] = append(groups[id], item(id, CodeConflict, fmt.Sprintf("Interrupt %s has duplicate resume entries.", id)))
 		}
 	}
-	incomplete := false
+	incomplete := incompleteGeneric
 	pendingIDs := make([]string, len(pending))
 	known := map[string]bool{}
 	for i, p := range pending {
@@ -218,6 +223,117 @@ func (r *run) applyResume() error {
 		r.approvals[p.callID] = d
 	}
 	return r.resolveGeneric(generic, pending)
+}
+
+// continuation is what a client echoes from a generic interrupt so the
+// server can check the answer without having stored anything.
+type continuation struct {
+	V                  int    `json:"v"`
+	DefinitionID       string `json:"definitionId"`
+	Key                string `json:"key"`
+	BatchIndex         int    `json:"batchIndex"`
+	Reason             string `json:"reason"`
+	Message            string `json:"message"`
+	ExpiresAt          string `json:"expiresAt,omitempty"`
+	ResponseSchemaHash string `json:"responseSchemaHash,omitempty"`
+	PayloadSchemaHash  string `json:"payloadSchemaHash,omitempty"`
+	Payload            any    `json:"payload,omitempty"`
+}
+
+// Continuation returns the resume metadata a client sends back with its
+// answer to a generic interrupt (the TanStack client does this itself).
+func Continuation(it agui.Interrupt) map[string]any {
+	b, _ := it.Metadata[bindingKey].(map[string]any)
+	c := map[string]any{"v": 1, "definitionId": b["definitionId"], "key": b["key"], "batchIndex": b["batchIndex"],
+		"reason": it.Reason, "message": it.Message}
+	for _, k := range []string{"expiresAt", "responseSchemaHash", "payloadSchemaHash"} {
+		if v, ok := b[k]; ok {
+			c[k] = v
+		}
+	}
+	if p, ok := it.Metadata[interruptPayloadKey]; ok {
+		c["payload"] = p
+	}
+	return map[string]any{continuationKey: c}
+}
+
+// checkGeneric validates answers to generic interrupts against the
+// registered definitions. Structural problems fail the whole batch at once
+// (stale); answer problems are item errors added to groups.
+func (r *run) checkGeneric(items []ResumeItem, parent string, groups map[string][]InterruptError) ([]InterruptResolution, bool, error) {
+	stale := func(msg string) error {
+		return &ResumeError{Errors: []InterruptError{{Scope: "batch", ThreadID: r.threadID, InterruptedRunID: parent,
+			InterruptIDs: []string{}, Code: CodeStale, Message: msg, Source: "server"}}}
+	}
+	item := func(id, code, msg string) {
+		groups[id] = append(groups[id], InterruptError{Scope: "item", ThreadID: r.threadID, InterruptedRunID: parent,
+			InterruptID: id, Code: code, Message: msg, Source: "client"})
+	}
+	var out []InterruptResolution
+	incomplete := false
+	ids, batch := map[string]bool{}, map[int]bool{}
+	for _, e := range items {
+		raw, has := e.Metadata[continuationKey]
+		if !has {
+			incomplete = true
+			item(e.InterruptID, CodeUnknownInterrupt, fmt.Sprintf("Resume entry references unknown interrupt %s.", e.InterruptID))
+			continue
+		}
+		var c continuation
+		b, _ := marshalCompact(raw)
+		if json.Unmarshal(b, &c) != nil || c.V != 1 || c.BatchIndex < 0 {
+			return nil, false, stale("Generic interrupt continuation contains invalid fields.")
+		}
+		def, ok := r.interruptDefs[c.DefinitionID]
+		if !ok {
+			return nil, false, stale(fmt.Sprintf("Generic interrupt definition %s is unavailable.", c.DefinitionID))
+		}
+		if ids[e.InterruptID] || batch[c.BatchIndex] {
+			return nil, false, stale("Generic interrupt continuation contains duplicate entries.")
+		}
+		ids[e.InterruptID], batch[c.BatchIndex] = true, true
+		var want, wantPayload string
+		if def.ResponseSchema != nil {
+			want = hashValue(def.ResponseSchema)
+		}
+		if def.PayloadSchema != nil {
+			wantPayload = hashValue(def.PayloadSchema)
+		}
+		if c.ResponseSchemaHash != want || c.PayloadSchemaHash != wantPayload {
+			return nil, false, stale(fmt.Sprintf("Generic interrupt continuation %s does not match its definition.", e.InterruptID))
+		}
+		if c.ExpiresAt != "" {
+			t, err := time.Parse(time.RFC3339Nano, c.ExpiresAt)
+			switch {
+			case err != nil:
+				item(e.InterruptID, CodeInvalidPayload, fmt.Sprintf("Interrupt %s has an invalid expiresAt.", e.InterruptID))
+				continue
+			case !t.After(time.Now()):
+				item(e.InterruptID, CodeExpired, fmt.Sprintf("Interrupt %s has expired.", e.InterruptID))
+				continue
+			}
+		}
+		switch e.Status {
+		case agui.ResumeCancelled:
+			if len(e.Payload) > 0 {
+				item(e.InterruptID, CodeInvalidPayload, fmt.Sprintf("Cancelled interrupt %s must not include a payload.", e.InterruptID))
+				continue
+			}
+		case agui.ResumeResolved:
+			if def.ResponseSchema != nil {
+				if err := validateJSON(def.ResponseSchema, e.Payload); err != nil {
+					item(e.InterruptID, CodeInvalidPayload, fmt.Sprintf("Interrupt %s payload is invalid: %v", e.InterruptID, err))
+					continue
+				}
+			}
+		default:
+			item(e.InterruptID, CodeInvalidPayload, fmt.Sprintf("Interrupt %s has invalid status %s.", e.InterruptID, e.Status))
+			continue
+		}
+		out = append(out, InterruptResolution{InterruptID: e.InterruptID, Definition: c.DefinitionID, Key: c.Key,
+			Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
+	}
+	return out, incomplete, nil
 }
 
 // resolveGeneric hands generic resolutions to OnInterruptResolution; the

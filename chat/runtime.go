@@ -208,6 +208,18 @@ func (r *run) interruptRequests() ([]InterruptRequest, error) {
 		}); err != nil {
 			return nil, err
 		}
+		for _, q := range reqs {
+			def, ok := r.interruptDefs[q.Definition]
+			if !ok {
+				return nil, fmt.Errorf("Generic interrupt definition %q is not registered on this chat (Options.Interrupts).", q.Definition)
+			}
+			if def.PayloadSchema != nil && q.Payload != nil {
+				b, _ := marshalCompact(q.Payload)
+				if err := validateJSON(def.PayloadSchema, b); err != nil {
+					return nil, fmt.Errorf("interrupt %q payload: %w", q.Definition, err)
+				}
+			}
+		}
 		all = append(all, reqs...)
 	}
 	return all, nil
@@ -304,26 +316,38 @@ func (r *run) buildInterrupts(approvals []PendingApproval, clients []PendingClie
 			ToolCallID: c.ToolCallID, ResponseSchema: mustJSON(resp),
 			Metadata: map[string]any{"kind": "client_tool", "toolName": c.ToolName, "input": json.RawMessage(c.Input), bindingKey: binding}})
 	}
-	for i, g := range generic {
+	for _, g := range generic {
 		id := newID("interrupt")
-		binding := map[string]any{"v": 1, "kind": "generic", "interruptId": id, "batchIndex": len(out), "interruptedRunId": r.runID(), "generation": 0}
-		_ = i
-		if g.ResponseSchema != nil {
-			binding["responseSchemaHash"] = hashValue(json.RawMessage(g.ResponseSchema))
+		def := r.interruptDefs[g.Definition]
+		binding := map[string]any{"v": 1, "kind": "generic", "interruptId": id, "batchIndex": len(out),
+			"interruptedRunId": r.runID(), "generation": 0, "definitionId": g.Definition, "key": g.Key}
+		if def.ResponseSchema != nil {
+			binding["responseSchemaHash"] = hashValue(def.ResponseSchema)
+		}
+		if def.PayloadSchema != nil {
+			binding["payloadSchemaHash"] = hashValue(def.PayloadSchema)
+		}
+		if g.ExpiresAt != "" {
+			binding["expiresAt"] = g.ExpiresAt
 		}
 		md := map[string]any{bindingKey: binding}
 		for k, v := range g.Metadata {
 			md[k] = v
 		}
 		if g.Payload != nil {
-			md["tanstack:interruptPayload"] = g.Payload
+			md[interruptPayloadKey] = g.Payload
 		}
-		out = append(out, agui.Interrupt{ID: id, Reason: g.Reason, Message: g.Message, ResponseSchema: g.ResponseSchema, Metadata: md})
+		out = append(out, agui.Interrupt{ID: id, Reason: g.Reason, Message: g.Message, ResponseSchema: def.ResponseSchema,
+			ExpiresAt: g.ExpiresAt, Metadata: md})
 	}
 	return out
 }
 
-const bindingKey = "tanstack:interruptBinding"
+const (
+	bindingKey          = "tanstack:interruptBinding"
+	interruptPayloadKey = "tanstack:interruptPayload"
+	continuationKey     = "tanstack:interruptContinuation"
+)
 
 func rawOrNil(r json.RawMessage) any {
 	if r == nil {
