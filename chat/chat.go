@@ -328,7 +328,8 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 	}
 	r.syncContext()
 	r.mctx.Metadata = opts.Metadata
-	r.interruptDefs = map[string]InterruptDefinition{}
+	// The empty id is the ad-hoc definition: no schemas to check.
+	r.interruptDefs = map[string]InterruptDefinition{"": {}}
 	for _, d := range opts.Interrupts {
 		r.interruptDefs[d.ID] = d
 	}

@@ -300,8 +300,9 @@ type ErrorInfo struct {
 // InterruptRequest is a generic interrupt a middleware asks for.
 //
 // Definition names a registered InterruptDefinition (Options.Interrupts);
-// its response schema validates the client's answer on resume. Key tells
-// requests of one definition apart.
+// its response schema validates the client's answer on resume. An empty
+// Definition is ad hoc: any answer is accepted. Key tells requests of one
+// definition apart.
 type InterruptRequest struct {
 	Definition string
 	Key        string
