@@ -581,3 +581,11 @@ func parseChatUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
 	}
 	return u, err
 }
+
+// SupportsCombinedToolsAndSchema reports that Chat Completions takes tools
+// and a strict json_schema response format in one request.
+func (a *Chat) SupportsCombinedToolsAndSchema(map[string]any) bool { return true }
+
+// CombinedStructuredOutputSource is "text": the final turn's text is the
+// JSON answer.
+func (a *Chat) CombinedStructuredOutputSource(map[string]any) string { return "text" }

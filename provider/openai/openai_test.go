@@ -225,3 +225,20 @@ func BenchmarkResponsesStream(b *testing.B) {
 	data, _ := os.ReadFile("testdata/responses/reasoning.sse")
 	wiretest.BenchStream(b, data, func(em *wire.Emitter) func([]byte) error { return openai.NewResponsesParser(em).Feed })
 }
+
+// Structured output through the engine on the native combined path: the
+// schema rides the streaming request and the final text is the answer.
+func TestStructuredThroughEngineCombined(t *testing.T) {
+	body := []byte("data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"{\\\"answer\\\":\"}}]}\n\n" +
+		"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\\\"42\\\"}\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	url, _ := wiretest.Serve(t, "text/event-stream", body)
+	a := openai.NewChat("gpt-4o", wiretest.Options(t, url))
+	var _ chat.CombinedStructuredOutput = a
+	type out struct {
+		Answer string `json:"answer"`
+	}
+	got, err := chat.Structured[out](wiretest.Ctx(t), chat.Options{Adapter: a, Messages: []agui.ModelMessage{{Role: "user", Content: agui.Text("?")}}})
+	if err != nil || got.Answer != "42" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+}

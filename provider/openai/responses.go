@@ -502,3 +502,12 @@ func (p *ResponsesParser) newSummaryPart(id string, idx int64) bool {
 	p.summary = append(p.summary, summaryIdx{itemID: id, idx: idx})
 	return false
 }
+
+// SupportsCombinedToolsAndSchema reports that OpenAI takes tools and a
+// strict json_schema text format in one request, so structured output rides
+// the agent loop instead of a separate finalization call.
+func (a *Responses) SupportsCombinedToolsAndSchema(map[string]any) bool { return true }
+
+// CombinedStructuredOutputSource is "text": the final turn's text is the
+// JSON answer.
+func (a *Responses) CombinedStructuredOutputSource(map[string]any) string { return "text" }
