@@ -559,3 +559,60 @@ func TestResumeClientOutputCheckedAgainstOutputSchema(t *testing.T) {
 		t.Fatalf("err %v stream %s code %q", err, types(evs), evs[0].Code)
 	}
 }
+
+func TestCheck07ExactlyOneToolCallEndPerCall(t *testing.T) {
+	a := &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":2}`), textTurn("m", "x", "stop")}}
+	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(types(evs), "TOOL_CALL_END"); n != 1 {
+		t.Fatalf("%d TOOL_CALL_END events for one call: %s", n, types(evs))
+	}
+}
+
+// The seed's structured-output lifecycle rules, in hook order:
+// onStructuredOutputConfig before onConfig at the boundary (phase
+// structuredOutput, outputSchema not in the onConfig view), onChunk and
+// onUsage for finalization chunks, no onIteration for finalization, and
+// onFinish once, after finalization, with the loop's terminal info.
+func TestSeedStructuredOutputLifecycle(t *testing.T) {
+	var log []string
+	mw := &chat.Middleware{Name: "trace",
+		OnStructuredOutputConfig: func(c *chat.Context, cfg *chat.StructuredOutputConfig) error {
+			log = append(log, "soConfig:"+string(c.Phase))
+			cfg.OutputSchema = json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"$defs":{"x":{}}}`)
+			return nil
+		},
+		OnConfig:    func(c *chat.Context, _ *chat.Config) error { log = append(log, "config:"+string(c.Phase)); return nil },
+		OnIteration: func(c *chat.Context, _ chat.IterationInfo) error { log = append(log, "iteration"); return nil },
+		OnChunk: func(c *chat.Context, ev *agui.Event) (chat.ChunkAction, error) {
+			if c.Phase == chat.PhaseStructuredOutput {
+				log = append(log, "chunk:"+string(ev.Type))
+			}
+			return chat.Pass, nil
+		},
+		OnUsage: func(c *chat.Context, _ agui.TokenUsage) error {
+			log = append(log, "usage:"+string(c.Phase))
+			return nil
+		},
+		OnFinish: func(_ *chat.Context, i chat.FinishInfo) error {
+			log = append(log, "finish:"+i.FinishReason)
+			return nil
+		},
+	}
+	a := &structuredAdapter{turns: &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":2}`), textTurn("m", "done", "stop")}}, raw: `{"answer":"3"}`}
+	if _, err := chat.Structured[answer](context.Background(), chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}}); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(log, " ")
+	want := "config:init iteration config:beforeModel iteration config:beforeModel usage:modelStream " +
+		"soConfig:structuredOutput config:structuredOutput chunk:RUN_STARTED chunk:CUSTOM chunk:TEXT_MESSAGE_START chunk:TEXT_MESSAGE_CONTENT " +
+		"chunk:TEXT_MESSAGE_END chunk:CUSTOM usage:structuredOutput chunk:RUN_FINISHED finish:stop"
+	if got != want {
+		t.Fatalf("hook order\n got %s\nwant %s", got, want)
+	}
+	if !strings.Contains(string(a.schema), `"$defs"`) {
+		t.Fatalf("onStructuredOutputConfig's schema was not the one sent: %s", a.schema)
+	}
+}
