@@ -1022,7 +1022,7 @@ func (r *run) addTerminalAssistantMessage() {
 	r.mctx.Messages = r.messages
 }
 
-// Messages returns the conversation as the run left it: the input plus
+// Conversation returns the conversation as the run left it: the input plus
 // every assistant turn and tool result. It is meant for hooks (OnFinish).
 func (c *Context) Conversation() []agui.ModelMessage { return c.run.messages }
 

@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -164,11 +163,6 @@ func (r *run) drainQueue() error {
 		}
 	}
 }
-
-// DrainEvents delivers queued CUSTOM events (file events, tool progress)
-// now. Sandbox middleware calls it from terminal hooks... the engine also
-// drains before every terminal.
-func (r *run) drainBeforeTerminal() error { return r.drainQueue() }
 
 // boundary asks OnInterruptBoundary at a phase; requests pause the run.
 func (r *run) boundary(phase Phase) (bool, error) { return r.boundaryWith(phase, nil) }
@@ -381,5 +375,3 @@ func approvalResponseSchema(input, approval json.RawMessage) any {
 		map[string]any{"type": "object", "properties": reject, "required": reqR, "additionalProperties": false},
 	}}
 }
-
-var _ = context.Background

@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 
@@ -406,5 +405,3 @@ func Structured[T any](ctx context.Context, opts Options) (T, error) {
 	}
 	return out, nil
 }
-
-var _ = errors.New

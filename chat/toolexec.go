@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -150,7 +149,7 @@ func (r *run) processToolCalls() error {
 	deferredErrs = append(deferredErrs, lazyErrs...)
 	if len(executable) == 0 {
 		r.flushHeld(&r.heldToolFinished)
-		if err := r.emitResults(deferredErrs, nil); err != nil {
+		if err := r.emitResults(deferredErrs); err != nil {
 			return err
 		}
 		r.calls.reset()
@@ -185,7 +184,7 @@ func (r *run) processToolCalls() error {
 		return err
 	}
 	if len(reqs) > 0 {
-		if err := r.emitResults(all, nil); err != nil {
+		if err := r.emitResults(all); err != nil {
 			return err
 		}
 		r.heldToolFinished = nil
@@ -198,7 +197,7 @@ func (r *run) processToolCalls() error {
 	}
 	if len(res.needsApproval) > 0 || len(res.needsClient) > 0 {
 		r.heldToolFinished = nil
-		if err := r.emitResults(all, nil); err != nil {
+		if err := r.emitResults(all); err != nil {
 			return err
 		}
 		if err := r.interruptTerminal(r.finishedOrSynthetic(), res.needsApproval, res.needsClient, nil); err != nil {
@@ -208,7 +207,7 @@ func (r *run) processToolCalls() error {
 		return nil
 	}
 	r.flushHeld(&r.heldToolFinished)
-	if err := r.emitResults(all, nil); err != nil {
+	if err := r.emitResults(all); err != nil {
 		return err
 	}
 	if r.lazy != nil && r.lazy.fresh {
@@ -248,7 +247,7 @@ func (r *run) pendingToolCalls() (bool, error) {
 		pending = kept
 	}
 	if len(pending) == 0 {
-		return false, r.emitResults(lazyErrs, nil)
+		return false, r.emitResults(lazyErrs)
 	}
 	r.mctx.Phase = PhaseBeforeTools
 	if paused, err := r.boundaryWith(PhaseBeforeTools, pending); err != nil || paused {
@@ -272,7 +271,7 @@ func (r *run) pendingToolCalls() (bool, error) {
 		return false, err
 	}
 	if len(res.needsApproval) > 0 || len(res.needsClient) > 0 {
-		if err := r.emitResults(res.results, nil); err != nil {
+		if err := r.emitResults(res.results); err != nil {
 			return false, err
 		}
 		if err := r.interruptTerminal(r.syntheticFinished(agui.FinishToolCalls), res.needsApproval, res.needsClient, nil); err != nil {
@@ -281,7 +280,7 @@ func (r *run) pendingToolCalls() (bool, error) {
 		r.toolPhase = "wait"
 		return true, nil
 	}
-	return false, r.emitResults(append(res.results, lazyErrs...), nil)
+	return false, r.emitResults(append(res.results, lazyErrs...))
 }
 
 func (r *run) pendingFromMessages() []agui.ToolCall {
@@ -612,7 +611,7 @@ wait:
 }
 
 // emitResults yields TOOL_CALL_RESULT chunks and records tool messages.
-func (r *run) emitResults(results []ToolResult, _ map[string]string) error {
+func (r *run) emitResults(results []ToolResult) error {
 	for _, res := range results {
 		content, msgContent := normalizeToolResult(res.Result)
 		parent := ""
@@ -696,5 +695,3 @@ func asContentParts(b []byte) ([]agui.ContentPart, bool) {
 	}
 	return parts, true
 }
-
-var errPaused = errors.New("paused")

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/provider/fromenv"
 	"github.com/goai-sdk/goai/provider/scripted"
@@ -154,7 +153,6 @@ func defaultModel(getenv func(string) string) string {
 	return ""
 }
 
-var _ = agui.SSE
 
 func watch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return watchcli.Main(ctx, args, stdout, stderr)
