@@ -153,7 +153,6 @@ func defaultModel(getenv func(string) string) string {
 	return ""
 }
 
-
 func watch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return watchcli.Main(ctx, args, stdout, stderr)
 }
