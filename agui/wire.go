@@ -233,7 +233,10 @@ func (w *Writer) Terminated() bool { return w.terminal }
 
 func (w *Writer) frame(id string, e *Event) error {
 	if w.opt.Emit != nil {
-		return w.opt.Emit(e)
+		// A copy, so the caller's event never escapes through the callback
+		// (that would cost every Write a heap copy on the byte path too).
+		c := *e
+		return w.opt.Emit(&c)
 	}
 	b := w.buf[:0]
 	switch w.opt.Format {
