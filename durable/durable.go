@@ -1,6 +1,7 @@
 // Package durable is the storage layer for durable runs: a per-run,
-// append-only delivery log with opaque offsets (see [Log]), and a run store
-// with fencing claims (see [RunStore]).
+// append-only delivery log with opaque offsets (see [Log]), a run store
+// with fencing claims (see [RunStore]), and a thread store a reloading
+// client hydrates from (see [ThreadStore]).
 //
 // Log entries are opaque bytes: in goai each one is the encoded wire JSON of
 // one AG-UI event, but this package never looks inside them. A read ends only

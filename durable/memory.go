@@ -52,6 +52,7 @@ type Memory struct {
 	mu      sync.Mutex
 	logs    map[string]*memLog
 	runs    map[string]*memRun
+	threads map[string]Thread
 	nextRun int64
 }
 
@@ -76,6 +77,7 @@ var _ interface {
 	Upserter
 	Pruner
 	Leaser
+	ThreadStore
 } = (*Memory)(nil)
 
 // NewMemory returns an empty Memory. opts may be nil.
@@ -608,4 +610,31 @@ func (m *Memory) ListStale(ctx context.Context, olderThan time.Duration) ([]RunR
 	}, func(a, b *memRun) int {
 		return cmp.Or(cmp.Compare(seen(a), seen(b)), cmp.Compare(a.order, b.order))
 	}), nil
+}
+
+// SaveThread implements ThreadStore.
+func (m *Memory) SaveThread(ctx context.Context, t Thread) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	t = t.Clone()
+	t.UpdatedAt = Millis(t.UpdatedAt)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.threads == nil {
+		m.threads = make(map[string]Thread)
+	}
+	m.threads[t.ThreadID] = t
+	return nil
+}
+
+// LoadThread implements ThreadStore.
+func (m *Memory) LoadThread(ctx context.Context, threadID string) (Thread, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.threads[threadID]
+	if !ok {
+		return Thread{}, false, nil
+	}
+	return t.Clone(), true, nil
 }

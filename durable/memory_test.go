@@ -23,6 +23,10 @@ func TestMemoryRunStoreConformance(t *testing.T) {
 	durabletest.RunStore(t, func(t *testing.T) durable.Store { return durable.NewMemory(nil) }, nil)
 }
 
+func TestMemoryThreadStoreConformance(t *testing.T) {
+	durabletest.Threads(t, func(t *testing.T) durable.ThreadStore { return durable.NewMemory(nil) })
+}
+
 func TestMemoryFirstChunkDeadlineOption(t *testing.T) {
 	d := 300 * time.Millisecond
 	durabletest.Run(t, func(t *testing.T) durable.Log {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,6 +129,9 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, runID str
 		return
 	}
 	p := &producer{h: h, runID: runID, threadID: in.ThreadID, ctx: ctx, cancel: cancel, store: store}
+	if ts, ok := store.(durable.ThreadStore); ok && durable.ValidRunID(in.ThreadID) {
+		p.threads = ts
+	}
 	if rec.Status != durable.StatusRunning {
 		// Ended or paused: its log is all there is to serve.
 		h.serveLog(w, r, runID, durable.FromStart, format, nil)
@@ -152,6 +156,19 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, runID str
 		writeError(w, http.StatusInternalServerError, "appending to the run log: "+err.Error())
 		return
 	}
+	if p.threads != nil {
+		// The user's turn is visible to a reload at once, even while a slow
+		// middleware setup delays the first chunk. An empty request means
+		// "continue the stored thread" (§6.2): nothing to overwrite it with.
+		if len(opts.Messages) > 0 {
+			if msgs, err := encodeUIMessages(opts.Messages); err == nil {
+				p.saveThread(msgs, nil)
+			} else {
+				h.cfg.Logger.Warn("encoding the request's messages for the thread failed", "runId", runID, "error", err)
+			}
+		}
+		opts.Middleware = append(slices.Clip(opts.Middleware), p.transcript.middleware())
+	}
 	started = true
 	go func() {
 		defer h.prod.done(runID)
@@ -173,6 +190,9 @@ type producer struct {
 	batch    [][]byte
 	w        *agui.Writer
 	terminal *agui.Event // last terminal event written to the log
+
+	threads    durable.ThreadStore // nil: the store keeps no threads, or the run names none
+	transcript transcript
 }
 
 func (p *producer) bg() context.Context { return context.WithoutCancel(p.ctx) }
@@ -263,6 +283,18 @@ func (p *producer) run(opts chat.Options) {
 		log.Warn("durable run claim lost; leaving the log to the successor", "error", lost)
 		return
 	}
+	if p.detached(thrown) {
+		// Aborted (say, by a shutdown) after the run detached from its
+		// client, with no cancel (§1.5 step 5): the events produced so far
+		// are stored, but the log stays open and un-terminalized and the
+		// record running, for whoever drives the run next (a takeover, or
+		// recovery's producer-lost end once this producer's lease lapses).
+		if err := p.flush(); err != nil {
+			log.Error("durable append failed", "error", err)
+		}
+		log.Info("detached durable run aborted; its log stays open")
+		return
+	}
 	switch {
 	case thrown != nil:
 		// Every durable log ends with a terminal event, also for an abort
@@ -292,6 +324,17 @@ func (p *producer) run(opts chat.Options) {
 		log.Warn("durable run claim lost while finishing; leaving the log to the successor", "error", lost)
 		return
 	}
+	// The transcript is saved before the record leaves running, so a
+	// hydration that finds no active run reads the final transcript.
+	if msgs, err := p.transcript.final(); err != nil {
+		log.Warn("encoding the run's conversation for the thread failed", "error", err)
+	} else if msgs != nil && p.threads != nil {
+		var pending []agui.Interrupt
+		if t := p.terminal; t != nil && t.Type == agui.RunFinished && t.Outcome != nil && t.Outcome.Type == "interrupt" {
+			pending = t.Outcome.Interrupts
+		}
+		p.saveThread(msgs, pending)
+	}
 	patch := durable.RunPatch{Status: durable.Set(durable.StatusCompleted), FinishedAt: durable.Set(time.Now())}
 	if t := p.terminal; t != nil && t.Type == agui.RunError {
 		status := durable.StatusFailed
@@ -307,7 +350,10 @@ func (p *producer) run(opts chat.Options) {
 	// running record over a closed log, which recovery finishes from the
 	// log's own terminal; the other order would leave readers parked on an
 	// open log of a run nothing lists as running.
-	if err := p.store.Close(p.bg(), p.runID); err != nil {
+	if err := p.closeLog(); err != nil {
+		// Nothing more is appended (the terminal is stored; a second one
+		// would contradict it on the wire), but parked readers wait until
+		// something closes the log.
 		log.Error("closing the run log failed", "error", err)
 	}
 	var err error
@@ -319,6 +365,45 @@ func (p *producer) run(opts chat.Options) {
 	if err != nil {
 		log.Error("updating the run record failed", "error", err)
 	}
+}
+
+// closeLog closes the run's log, retrying a few times: readers tail it
+// until it is closed, so a transient store failure must not strand them.
+func (p *producer) closeLog() error {
+	var err error
+	for i, wait := range []time.Duration{0, 50 * time.Millisecond, 250 * time.Millisecond} {
+		if wait > 0 {
+			time.Sleep(wait)
+		}
+		if err = p.store.Close(p.bg(), p.runID); err == nil {
+			return nil
+		}
+		p.h.cfg.Logger.Warn("closing the run log failed; retrying", "runId", p.runID, "attempt", i+1, "error", err)
+	}
+	return err
+}
+
+// detached reports whether the producer itself was aborted, without a
+// cancel, after the run recorded a detach verdict (DetachedSince set on its
+// record, as WithSandbox does when the client goes away) and without a
+// source error: such a run is not over, only this producer is.
+func (p *producer) detached(thrown error) bool {
+	if p.ctx.Err() == nil {
+		return false // not a producer abort (the run ended, or a middleware aborted it)
+	}
+	cause := context.Cause(p.ctx)
+	if errors.Is(cause, chat.ErrCancelRequested) || errors.Is(cause, durable.ErrClaimLost) {
+		return false
+	}
+	var ae *chat.AbortError
+	if !errors.As(thrown, &ae) || ae.CancelRequested {
+		return false // it ended anyway, failed, or was cancelled
+	}
+	rec, err := p.store.Get(p.bg(), p.runID)
+	if err != nil {
+		return false
+	}
+	return rec.DetachedSince != nil && (rec.CancelRequested == nil || !*rec.CancelRequested)
 }
 
 // watch runs beside the producer until it ends: it stops the producer when
@@ -495,21 +580,6 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveLog(w, r, runID, offset, acceptFormat(r), nil)
-}
-
-func (h *Handler) hydrate(w http.ResponseWriter, r *http.Request, threadID string) {
-	rec, ok, err := h.cfg.Store.FindActiveRun(r.Context(), threadID)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	out := map[string]any{"messages": []any{}, "activeRun": nil, "interrupts": nil}
-	if ok {
-		out["activeRun"] = map[string]string{"runId": rec.RunID}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(out)
 }
 
 // serveCancel records a cancel and stops the producer if it runs here

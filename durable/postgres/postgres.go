@@ -1,5 +1,5 @@
 // Package postgres is the distributed durable backend: delivery logs, run
-// records and fencing claims in PostgreSQL (github.com/jackc/pgx/v5).
+// records, fencing claims and threads in PostgreSQL (github.com/jackc/pgx/v5).
 //
 // An append is one round trip to a server-side function that, in one
 // transaction, checks the writer's claim epoch against the run record
@@ -75,6 +75,7 @@ var _ interface {
 	durable.Upserter
 	durable.Pruner
 	durable.Leaser
+	durable.ThreadStore
 } = (*Store)(nil)
 
 const schema = `
@@ -119,6 +120,13 @@ CREATE INDEX IF NOT EXISTS goai_runs_detached ON goai_runs (status, detached_sin
 CREATE TABLE IF NOT EXISTS goai_leases (
 	run_id       text PRIMARY KEY,
 	heartbeat_at bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS goai_threads (
+	thread_id  text PRIMARY KEY,
+	messages   text NOT NULL,
+	run_id     text NOT NULL,
+	interrupts text,
+	updated_at bigint NOT NULL
 );
 
 -- goai_append stores a batch atomically with its fencing and idempotency

@@ -87,6 +87,11 @@ func TestRunStoreConformance(t *testing.T) {
 	durabletest.RunStore(t, func(t *testing.T) durable.Store { return open(t, newSchema(t), nil) }, nil)
 }
 
+func TestThreadStoreConformance(t *testing.T) {
+	testURL(t)
+	durabletest.Threads(t, func(t *testing.T) durable.ThreadStore { return open(t, newSchema(t), nil) })
+}
+
 func BenchmarkPostgres(b *testing.B) {
 	testURL(b)
 	durabletest.Bench(b, func(tb testing.TB) durable.Log { return open(tb, newSchema(tb), nil) })

@@ -1,5 +1,5 @@
-// Package sqlite is the embedded durable backend: delivery logs, run records
-// and fencing claims in one SQLite file (modernc.org/sqlite, pure Go).
+// Package sqlite is the embedded durable backend: delivery logs, run records,
+// fencing claims and threads in one SQLite file (modernc.org/sqlite, pure Go).
 //
 // The database runs in WAL mode with synchronous=NORMAL. All writes go
 // through one writer goroutine that commits whatever is queued in a single
@@ -75,6 +75,7 @@ var _ interface {
 	durable.Upserter
 	durable.Pruner
 	durable.Leaser
+	durable.ThreadStore
 } = (*Store)(nil)
 
 // op is one write request run by the writer goroutine in its own savepoint
@@ -127,6 +128,13 @@ CREATE INDEX IF NOT EXISTS goai_runs_detached ON goai_runs (status, detached_sin
 CREATE TABLE IF NOT EXISTS goai_leases (
 	run_id       TEXT PRIMARY KEY,
 	heartbeat_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS goai_threads (
+	thread_id  TEXT PRIMARY KEY,
+	messages   TEXT NOT NULL,
+	run_id     TEXT NOT NULL,
+	interrupts TEXT,
+	updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 `
 

@@ -53,6 +53,10 @@ func TestRunStoreConformance(t *testing.T) {
 	durabletest.RunStore(t, func(t *testing.T) durable.Store { return newStore(t) }, nil)
 }
 
+func TestThreadStoreConformance(t *testing.T) {
+	durabletest.Threads(t, func(t *testing.T) durable.ThreadStore { return newStore(t) })
+}
+
 // The log and the records survive a restart: reopening the file serves
 // everything, and an open log can be continued and closed.
 func TestSurvivesRestart(t *testing.T) {

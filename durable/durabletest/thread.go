@@ -1,0 +1,171 @@
+package durabletest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goai-sdk/goai/durable"
+)
+
+// richMessages is a transcript with every shape a store must keep intact:
+// multi-part user content, thinking with a signature, tool calls with
+// approval state and output, tool results, non-ASCII and escaped text.
+const richMessages = `[
+ {"id":"u1","role":"user","parts":[{"type":"text","content":"Bonjour ü \u2028 \"quoted\" \\ \u0000"},
+   {"type":"image","source":{"type":"url","value":"https://example.com/a.png"}}],"createdAt":"2026-01-02T03:04:05.678Z"},
+ {"id":"a1","role":"assistant","parts":[
+   {"type":"thinking","content":"let me think","signature":"sig-abc=="},
+   {"type":"tool-call","id":"c1","name":"get_weather","arguments":"{\"city\":\"Paris\"}","input":{"city":"Paris"},
+    "state":"approval-responded","approval":{"id":"ap1","needsApproval":true,"approved":true},"output":{"tempC":21.5}},
+   {"type":"tool-result","toolCallId":"c1","content":"{\"tempC\":21.5}","state":"complete"},
+   {"type":"text","content":"It is 21.5°C."}],"metadata":{"model":"m","nested":{"a":[1,2,{"b":null}]}}}
+]`
+
+func jsonEqual(t *testing.T, what string, got, want json.RawMessage) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s: stored JSON does not decode: %v (%s)", what, err, got)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("%s: want: %v", what, err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("%s:\n got %s\nwant %s", what, got, want)
+	}
+}
+
+func mustLoad(t *testing.T, s durable.ThreadStore, id string) durable.Thread {
+	t.Helper()
+	th, ok, err := s.LoadThread(ctxT(t), id)
+	if err != nil || !ok {
+		t.Fatalf("LoadThread(%q) = ok %v, %v; want a stored thread", id, ok, err)
+	}
+	return th
+}
+
+func mustSave(t *testing.T, s durable.ThreadStore, th durable.Thread) {
+	t.Helper()
+	if err := s.SaveThread(ctxT(t), th); err != nil {
+		t.Fatalf("SaveThread(%q): %v", th.ThreadID, err)
+	}
+}
+
+// Threads runs the thread-store conformance suite (durable.md §6.3,
+// "Messages", plus the interrupts hydration reads). newStore must return a
+// new, empty store on each call and register its own cleanup.
+func Threads(t *testing.T, newStore func(t *testing.T) durable.ThreadStore) {
+	sub := func(name string, f func(t *testing.T, s durable.ThreadStore)) {
+		t.Run(name, func(t *testing.T) {
+			leakCheck(t)
+			f(t, newStore(t))
+		})
+	}
+	at := time.Date(2026, 3, 4, 5, 6, 7, 891_234_567, time.UTC)
+
+	sub("thread_unknown_loads_nothing", func(t *testing.T, s durable.ThreadStore) {
+		th, ok, err := s.LoadThread(ctxT(t), "nope")
+		if err != nil || ok || th.Messages != nil {
+			t.Fatalf("LoadThread(unknown) = %+v, %v, %v; want nothing, false, nil", th, ok, err)
+		}
+	})
+
+	sub("thread_rich_shapes_round_trip", func(t *testing.T, s durable.ThreadStore) {
+		in := durable.Thread{ThreadID: "t ä/1", Messages: json.RawMessage(richMessages), RunID: "r1", UpdatedAt: at}
+		mustSave(t, s, in)
+		got := mustLoad(t, s, in.ThreadID)
+		jsonEqual(t, "messages", got.Messages, in.Messages)
+		if got.ThreadID != in.ThreadID || got.RunID != "r1" || got.Interrupts != nil {
+			t.Fatalf("loaded %+v", got)
+		}
+		if !got.UpdatedAt.Equal(durable.Millis(at)) {
+			t.Fatalf("UpdatedAt = %v, want %v", got.UpdatedAt, durable.Millis(at))
+		}
+	})
+
+	sub("thread_save_overwrites_and_clears_interrupts", func(t *testing.T, s durable.ThreadStore) {
+		pending := json.RawMessage(`[{"id":"approval_c1","reason":"tool_approval","toolCallId":"c1"}]`)
+		mustSave(t, s, durable.Thread{ThreadID: "t1", Messages: json.RawMessage(richMessages), RunID: "r1", Interrupts: pending, UpdatedAt: at})
+		got := mustLoad(t, s, "t1")
+		jsonEqual(t, "interrupts", got.Interrupts, pending)
+		short := json.RawMessage(`[{"id":"u2","role":"user","parts":[{"type":"text","content":"next"}]}]`)
+		mustSave(t, s, durable.Thread{ThreadID: "t1", Messages: short, RunID: "r2", UpdatedAt: at.Add(time.Second)})
+		got = mustLoad(t, s, "t1")
+		jsonEqual(t, "messages after overwrite", got.Messages, short)
+		if got.RunID != "r2" || got.Interrupts != nil {
+			t.Fatalf("after overwrite: run %q interrupts %s; want r2 and none", got.RunID, got.Interrupts)
+		}
+		mustSave(t, s, durable.Thread{ThreadID: "t1", Messages: json.RawMessage(`[]`), RunID: "r3", UpdatedAt: at})
+		if got := mustLoad(t, s, "t1"); string(bytes.TrimSpace(got.Messages)) != "[]" {
+			t.Fatalf("empty transcript reads back %s", got.Messages)
+		}
+	})
+
+	sub("thread_threads_are_independent", func(t *testing.T, s durable.ThreadStore) {
+		a := json.RawMessage(`[{"id":"a","role":"user","parts":[]}]`)
+		b := json.RawMessage(`[{"id":"b","role":"user","parts":[]}]`)
+		mustSave(t, s, durable.Thread{ThreadID: "A", Messages: a, RunID: "ra", UpdatedAt: at})
+		mustSave(t, s, durable.Thread{ThreadID: "B", Messages: b, RunID: "rb", UpdatedAt: at})
+		jsonEqual(t, "A", mustLoad(t, s, "A").Messages, a)
+		jsonEqual(t, "B", mustLoad(t, s, "B").Messages, b)
+		if _, ok, _ := s.LoadThread(ctxT(t), "a"); ok {
+			t.Fatal("thread ids must be case-sensitive")
+		}
+	})
+
+	sub("thread_load_returns_a_copy", func(t *testing.T, s durable.ThreadStore) {
+		in := json.RawMessage(`[{"id":"x","role":"user","parts":[]}]`)
+		mustSave(t, s, durable.Thread{ThreadID: "t", Messages: in, Interrupts: json.RawMessage(`[]`), UpdatedAt: at})
+		in[2] = 'X' // the caller's buffer is not the stored one
+		got := mustLoad(t, s, "t")
+		got.Messages[2], got.Interrupts[0] = 'Y', '{'
+		again := mustLoad(t, s, "t")
+		jsonEqual(t, "messages", again.Messages, json.RawMessage(`[{"id":"x","role":"user","parts":[]}]`))
+		jsonEqual(t, "interrupts", again.Interrupts, json.RawMessage(`[]`))
+	})
+
+	sub("thread_invalid_input_is_rejected_and_stores_nothing", func(t *testing.T, s durable.ThreadStore) {
+		for _, th := range []durable.Thread{
+			{ThreadID: "", Messages: json.RawMessage(`[]`)},
+			{ThreadID: "bad\nid", Messages: json.RawMessage(`[]`)},
+			{ThreadID: "t", Messages: nil},
+			{ThreadID: "t", Messages: json.RawMessage(`{"id":1}`)},
+			{ThreadID: "t", Messages: json.RawMessage(`[1,`)},
+			{ThreadID: "t", Messages: json.RawMessage(`[]`), Interrupts: json.RawMessage(`{}`)},
+		} {
+			if err := s.SaveThread(ctxT(t), th); err == nil {
+				t.Errorf("SaveThread(%q, %q, %q) accepted", th.ThreadID, th.Messages, th.Interrupts)
+			}
+		}
+		if _, ok, err := s.LoadThread(ctxT(t), "t"); ok || err != nil {
+			t.Fatalf("a rejected save stored something: ok %v, %v", ok, err)
+		}
+	})
+
+	sub("thread_concurrent_saves_leave_one_whole_version", func(t *testing.T, s durable.ThreadStore) {
+		const n = 16
+		var wg sync.WaitGroup
+		want := map[string]string{} // messages -> run id
+		for i := range n {
+			msgs := json.RawMessage(fmt.Sprintf(`[{"id":"m%d","role":"user","parts":[{"type":"text","content":"%d"}]}]`, i, i))
+			run := fmt.Sprint("r", i)
+			want[string(msgs)] = run
+			wg.Go(func() {
+				if err := s.SaveThread(ctxT(t), durable.Thread{ThreadID: "t", Messages: msgs, RunID: run, UpdatedAt: at}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		got := mustLoad(t, s, "t")
+		run, ok := want[string(got.Messages)]
+		if !ok || run != got.RunID {
+			t.Fatalf("after concurrent saves: messages %s with run %q are not one saved version", got.Messages, got.RunID)
+		}
+	})
+}

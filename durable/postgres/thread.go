@@ -1,0 +1,57 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/goai-sdk/goai/durable"
+	"github.com/jackc/pgx/v5"
+)
+
+// SaveThread implements durable.ThreadStore.
+func (s *Store) SaveThread(ctx context.Context, t durable.Thread) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	var interrupts *string
+	if t.Interrupts != nil {
+		interrupts = durable.Ptr(string(t.Interrupts))
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO goai_threads (thread_id, messages, run_id, interrupts, updated_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (thread_id) DO UPDATE SET messages = excluded.messages, run_id = excluded.run_id,
+			interrupts = excluded.interrupts, updated_at = excluded.updated_at`,
+		t.ThreadID, string(t.Messages), t.RunID, interrupts, t.UpdatedAt.UnixMilli())
+	return wrap("save thread", err)
+}
+
+// LoadThread implements durable.ThreadStore.
+func (s *Store) LoadThread(ctx context.Context, threadID string) (durable.Thread, bool, error) {
+	if err := s.checkOpen(); err != nil {
+		return durable.Thread{}, false, err
+	}
+	var (
+		t          = durable.Thread{ThreadID: threadID}
+		msgs       string
+		interrupts *string
+		updated    int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT messages, run_id, interrupts, updated_at FROM goai_threads WHERE thread_id = $1`, threadID).
+		Scan(&msgs, &t.RunID, &interrupts, &updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return durable.Thread{}, false, nil
+	}
+	if err != nil {
+		return durable.Thread{}, false, wrap("load thread", err)
+	}
+	t.Messages = json.RawMessage(msgs)
+	if interrupts != nil {
+		t.Interrupts = json.RawMessage(*interrupts)
+	}
+	t.UpdatedAt = time.UnixMilli(updated).UTC()
+	return t, true, nil
+}

@@ -1,0 +1,60 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/goai-sdk/goai/durable"
+)
+
+// SaveThread implements durable.ThreadStore.
+func (s *Store) SaveThread(ctx context.Context, t durable.Thread) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	var interrupts any
+	if t.Interrupts != nil {
+		interrupts = string(t.Interrupts)
+	}
+	return s.exec(ctx, "", func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO goai_threads (thread_id, messages, run_id, interrupts, updated_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (thread_id) DO UPDATE SET messages = excluded.messages, run_id = excluded.run_id,
+				interrupts = excluded.interrupts, updated_at = excluded.updated_at`,
+			t.ThreadID, string(t.Messages), t.RunID, interrupts, t.UpdatedAt.UnixMilli())
+		if err != nil {
+			return fmt.Errorf("durable/sqlite: save thread: %w", err)
+		}
+		return nil
+	})
+}
+
+// LoadThread implements durable.ThreadStore.
+func (s *Store) LoadThread(ctx context.Context, threadID string) (durable.Thread, bool, error) {
+	if s.isClosed() {
+		return durable.Thread{}, false, durable.ErrStoreClosed
+	}
+	var (
+		t          = durable.Thread{ThreadID: threadID}
+		msgs       string
+		interrupts sql.NullString
+		updated    int64
+	)
+	err := s.r.QueryRowContext(ctx, `SELECT messages, run_id, interrupts, updated_at FROM goai_threads WHERE thread_id = ?`, threadID).
+		Scan(&msgs, &t.RunID, &interrupts, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return durable.Thread{}, false, nil
+	}
+	if err != nil {
+		return durable.Thread{}, false, fmt.Errorf("durable/sqlite: load thread: %w", err)
+	}
+	t.Messages = json.RawMessage(msgs)
+	if interrupts.Valid {
+		t.Interrupts = json.RawMessage(interrupts.String)
+	}
+	t.UpdatedAt = time.UnixMilli(updated).UTC()
+	return t, true, nil
+}

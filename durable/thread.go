@@ -1,0 +1,81 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Thread is the stored state of one conversation (MessageStore upstream,
+// durable.md §6.1): its transcript and the interrupts its latest run paused
+// on. A reloading client hydrates from it (§1.4).
+type Thread struct {
+	ThreadID string
+	// Messages is the transcript, a JSON array of UIMessages, stored and
+	// returned verbatim.
+	Messages json.RawMessage
+	// RunID is the run that saved the thread last.
+	RunID string
+	// Interrupts is the JSON array of the interrupts RunID paused on and
+	// that are still pending; nil when it did not pause.
+	Interrupts json.RawMessage
+	// UpdatedAt is when the thread was saved, with millisecond precision.
+	UpdatedAt time.Time
+}
+
+// Clone returns a deep copy of t.
+func (t Thread) Clone() Thread {
+	c := t
+	c.Messages = cloneRaw(t.Messages)
+	c.Interrupts = cloneRaw(t.Interrupts)
+	return c
+}
+
+func cloneRaw(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
+}
+
+// Validate reports a thread no store accepts: an empty or invalid thread
+// id, Messages that are not a JSON array, or Interrupts that are neither nil
+// nor a JSON array.
+func (t Thread) Validate() error {
+	if !ValidRunID(t.ThreadID) {
+		return fmt.Errorf("durable: invalid thread id %q", t.ThreadID)
+	}
+	if !isJSONArray(t.Messages) {
+		return fmt.Errorf("durable: messages of thread %q are not a JSON array", t.ThreadID)
+	}
+	if t.Interrupts != nil && !isJSONArray(t.Interrupts) {
+		return fmt.Errorf("durable: interrupts of thread %q are not a JSON array", t.ThreadID)
+	}
+	return nil
+}
+
+func isJSONArray(b json.RawMessage) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '[':
+			return json.Valid(b)
+		}
+		return false
+	}
+	return false
+}
+
+// ThreadStore stores conversations for hydration. Implementations are safe
+// for concurrent use.
+type ThreadStore interface {
+	// SaveThread stores t, replacing whatever was stored for t.ThreadID (a
+	// full overwrite). UpdatedAt is stored with millisecond precision.
+	SaveThread(ctx context.Context, t Thread) error
+
+	// LoadThread returns the stored thread; ok is false, with no error, for
+	// a thread never saved.
+	LoadThread(ctx context.Context, threadID string) (t Thread, ok bool, err error)
+}
