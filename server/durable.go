@@ -137,6 +137,11 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, runID str
 		h.serveLog(w, r, runID, durable.FromStart, format, nil)
 		return
 	}
+	if rec.CancelRequested != nil && *rec.CancelRequested {
+		// Cancelled: never start a producer for it; serve whatever log it has.
+		h.serveLog(w, r, runID, durable.FromStart, format, nil)
+		return
+	}
 	if l, ok := store.(durable.Leaser); ok {
 		claim, err := l.ClaimIf(bg, runID, 0)
 		if errors.Is(err, durable.ErrClaimNotAcquired) {
