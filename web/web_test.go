@@ -39,19 +39,31 @@ func TestUIInHeadlessChromium(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer func() { srv.Close(); h.Wait() }()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+t.TempDir(),
-		"--virtual-time-budget=10000", "--dump-dom", srv.URL+"/?q=please+add+2+and+3")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
+	profile := t.TempDir() // one browser profile: the page keeps its thread in localStorage
+	load := func(url string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+profile,
+			"--virtual-time-budget=10000", "--dump-dom", url)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("chromium: %v", err)
+		}
+		return string(out)
 	}
-	dom := string(out)
-	for _, want := range []string{`class="msg user">please add 2 and 3`, `⚙ add`, `→ {"sum":5}`, `The tool answered {"sum":5}.`} {
-		if !strings.Contains(dom, want) {
-			t.Errorf("rendered page lacks %q\n%s", want, dom)
+	want := []string{`class="msg user">please add 2 and 3`, `⚙ add`, `→ {"sum":5}`, `The tool answered {"sum":5}.`}
+	dom := load(srv.URL + "/?q=please+add+2+and+3")
+	for _, w := range want {
+		if !strings.Contains(dom, w) {
+			t.Errorf("rendered page lacks %q\n%s", w, dom)
+		}
+	}
+	// A reload rebuilds the conversation from the server's thread store.
+	dom = load(srv.URL + "/")
+	for _, w := range want {
+		if !strings.Contains(dom, w) {
+			t.Errorf("after a reload the page lacks %q\n%s", w, dom)
 		}
 	}
 }
