@@ -359,15 +359,7 @@ func assistantMetadata(m *UIMessage) map[string]any {
 	if res != nil {
 		ts["uiResources"] = res
 	}
-	if len(ts) > 0 {
-		out["tanstack"] = ts
-	} else {
-		delete(out, "tanstack")
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
+	return withTanstackOrNil(out, ts)
 }
 
 func assistantToModel(m *UIMessage) []ModelMessage {

@@ -352,15 +352,7 @@ func messageMetadata(m *UIMessage, snapshot bool) map[string]any {
 	if res != nil {
 		ts["uiResources"] = res
 	}
-	if len(ts) > 0 {
-		base["tanstack"] = ts
-	} else {
-		delete(base, "tanstack")
-	}
-	if len(base) == 0 {
-		return nil
-	}
-	return base
+	return withTanstackOrNil(base, ts)
 }
 
 // rebuiltToolMetadata is a tool row's metadata: the caller's keys plus
@@ -528,4 +520,18 @@ func isContentPartValue(e any) bool {
 		return true
 	}
 	return false
+}
+
+// withTanstackOrNil sets meta["tanstack"] to ts (removing it when ts is
+// empty) and returns meta, or nil when nothing is left.
+func withTanstackOrNil(meta, ts map[string]any) map[string]any {
+	if len(ts) > 0 {
+		meta["tanstack"] = ts
+	} else {
+		delete(meta, "tanstack")
+	}
+	if len(meta) == 0 {
+		return nil
+	}
+	return meta
 }
