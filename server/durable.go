@@ -304,7 +304,7 @@ func (p *producer) run(opts chat.Options) {
 	case thrown != nil:
 		// Every durable log ends with a terminal event, also for an abort
 		// (where the live tanstack wire has none), so readers know it ended.
-		re := errorEvent(thrown)
+		re := ErrorEvent(thrown)
 		var ae *chat.AbortError
 		if errors.As(thrown, &ae) {
 			re.Message, re.Code = "Run aborted: "+ae.Reason, "aborted"

@@ -196,41 +196,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
 	enc := agui.NewWriter(fw, agui.WriterOptions{Format: format, Profile: h.cfg.Profile, ThreadID: in.ThreadID, RunID: in.RunID})
-	for ev, err := range chat.Stream(r.Context(), opts) {
-		if err != nil {
-			var ae *chat.AbortError
-			switch {
-			case r.Context().Err() != nil:
-			case errors.As(err, &ae):
-				code := "aborted"
-				if ae.CancelRequested {
-					code = "cancelled"
-				}
-				_ = enc.Abort(ae.Reason, code)
-			default:
-				re := errorEvent(err)
-				_ = enc.Write(&re)
-				h.cfg.Logger.Error("chat run failed", "runId", in.RunID, "error", err)
-			}
-			break
-		}
-		if werr := enc.Write(&ev); werr != nil {
-			return // the client went away; the run is aborted by the request context
-		}
+	failed, werr := WriteRun(enc, chat.Stream(r.Context(), opts))
+	if failed != nil && werr == nil {
+		h.cfg.Logger.Error("chat run failed", "runId", in.RunID, "error", failed)
 	}
-	if r.Context().Err() == nil {
-		_ = enc.Close()
-	}
-}
-
-// errorEvent is the RUN_ERROR written when a run throws.
-func errorEvent(err error) agui.Event {
-	ev := agui.Event{Type: agui.RunError, Timestamp: time.Now().UnixMilli(), Message: err.Error()}
-	var re *chat.RunError
-	if errors.As(err, &re) && re.Code != "" {
-		ev.Code = re.Code
-	}
-	return ev
 }
 
 // flushWriter flushes after every frame so events reach the client as they

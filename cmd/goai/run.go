@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/provider/scripted"
+	"github.com/goai-sdk/goai/server"
 )
 
 // runScenario implements `goai run`: engine plus encoder, no HTTP.
@@ -46,24 +46,10 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	bw := bufio.NewWriterSize(stdout, 64<<10)
 	w := agui.NewWriter(bw, agui.WriterOptions{Format: f, Profile: p, ThreadID: sc.ThreadID, RunID: sc.RunID})
-	code := 0
-	for ev, err := range chat.Stream(ctx, opts) {
-		if err != nil {
-			var ae *chat.AbortError
-			if errors.As(err, &ae) {
-				_ = w.Abort(ae.Reason, abortCode(ae))
-				break
-			}
-			re := errorEvent(err)
-			_ = w.Write(&re)
-			break
-		}
-		if werr := w.Write(&ev); werr != nil {
-			fmt.Fprintln(stderr, "goai run: write:", werr)
-			return 1
-		}
+	if _, werr := server.WriteRun(w, chat.Stream(ctx, opts)); werr != nil {
+		fmt.Fprintln(stderr, "goai run: write:", werr)
+		return 1
 	}
-	_ = w.Close()
 	if err := bw.Flush(); err != nil {
 		fmt.Fprintln(stderr, "goai run: write:", err)
 		return 1
@@ -72,15 +58,7 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		b, _ := json.Marshal(cat.Hooks())
 		fmt.Fprintf(stderr, "HOOKS: %s\n", b)
 	}
-	return code
-}
-
-// abortCode is the RUN_ERROR code of an aborted run in the agui profile.
-func abortCode(ae *chat.AbortError) string {
-	if ae.CancelRequested {
-		return "cancelled"
-	}
-	return "aborted"
+	return 0
 }
 
 func hasName(names []string, n string) bool {
