@@ -1,0 +1,422 @@
+package docker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+	"go.uber.org/goleak"
+
+	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/sandbox"
+	"github.com/goai-sdk/goai/sandbox/docker"
+	"github.com/goai-sdk/goai/sandbox/sandboxtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// image returns the test image, skipping the test when no engine is set up.
+func image(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("GOAI_TEST_DOCKER") == "" {
+		t.Skip("GOAI_TEST_DOCKER is not set: Docker tests skipped; run `eval \"$(scripts/setup-docker.sh)\"` to start dockerd and build the test image")
+	}
+	if img := os.Getenv("GOAI_TEST_DOCKER_IMAGE"); img != "" {
+		return img
+	}
+	return "goai-sandbox-test:1"
+}
+
+func newProvider(t testing.TB, opts docker.Options) *docker.Provider {
+	t.Helper()
+	if opts.Image == "" {
+		opts.Image = image(t)
+	}
+	if opts.Memory == 0 {
+		opts.Memory = 256 << 20
+		opts.CPUs = 1
+		opts.PidsLimit = 200
+	}
+	p, err := docker.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func create(t testing.TB, p *docker.Provider) *docker.Handle {
+	t.Helper()
+	h, err := p.Create(context.Background(), sandbox.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Destroy(context.Background()); err != nil {
+			t.Errorf("destroy: %v", err)
+		}
+	})
+	return h.(*docker.Handle)
+}
+
+func mustExec(t testing.TB, h sandbox.Handle, cmd string) string {
+	t.Helper()
+	res, err := h.Exec(context.Background(), cmd, sandbox.ExecOptions{})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec %q: %+v %v", cmd, res, err)
+	}
+	return res.Stdout
+}
+
+// inspect returns the container's state, or nil when it is gone.
+func inspect(t *testing.T, id string) *client.ContainerInspectResult {
+	t.Helper()
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	res, err := cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli.Close()
+	return &res
+}
+
+func TestNewValidates(t *testing.T) {
+	if _, err := docker.New(docker.Options{}); err == nil {
+		t.Error("no image accepted")
+	}
+	if _, err := docker.New(docker.Options{Image: "x", Workdir: "rel"}); err == nil {
+		t.Error("relative workdir accepted")
+	}
+}
+
+func TestConformance(t *testing.T) {
+	img := image(t)
+	sandboxtest.Run(t, func(t *testing.T) sandbox.Provider {
+		return newProvider(t, docker.Options{Image: img})
+	})
+}
+
+// The container gets no network, the configured limits and the label;
+// secrets given to Create reach commands but not the container config.
+func TestContainerConfig(t *testing.T) {
+	p := newProvider(t, docker.Options{})
+	h, err := p.Create(context.Background(), sandbox.CreateOptions{Env: map[string]string{"GOAI_SECRET": "s3cret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Destroy(context.Background())
+	if got := mustExec(t, h, `printf %s "$GOAI_SECRET"`); got != "s3cret" {
+		t.Errorf("secret in exec env: %q", got)
+	}
+	// Only the loopback interface exists.
+	if got := mustExec(t, h, "ls /sys/class/net | tr '\\n' ' '"); strings.TrimSpace(got) != "lo" {
+		t.Errorf("interfaces %q, want only lo", got)
+	}
+	res := inspect(t, h.ID())
+	if res == nil {
+		t.Fatal("container not found")
+	}
+	c := res.Container
+	if c.HostConfig.NetworkMode != "none" || c.HostConfig.Memory != 256<<20 || c.HostConfig.NanoCPUs != 1e9 ||
+		c.HostConfig.PidsLimit == nil || *c.HostConfig.PidsLimit != 200 {
+		t.Errorf("host config: network %q memory %d cpus %d pids %v", c.HostConfig.NetworkMode, c.HostConfig.Memory, c.HostConfig.NanoCPUs, c.HostConfig.PidsLimit)
+	}
+	if c.HostConfig.Init == nil || !*c.HostConfig.Init {
+		t.Error("no init process")
+	}
+	if c.Config.Labels[docker.Label] != "1" {
+		t.Errorf("labels %v", c.Config.Labels)
+	}
+	if strings.Contains(string(res.Raw), "s3cret") {
+		t.Error("the secret is in the container config")
+	}
+}
+
+func TestResumeAndDestroy(t *testing.T) {
+	p := newProvider(t, docker.Options{})
+	ctx := context.Background()
+	h := create(t, p)
+	if err := h.FS().WriteFile(ctx, "/workspace/keep.txt", []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rh, err := p.Resume(ctx, h.ID())
+	if err != nil || rh == nil {
+		t.Fatalf("resume: %v %v", rh, err)
+	}
+	if b, err := rh.FS().ReadFile(ctx, "keep.txt"); err != nil || string(b) != "kept" {
+		t.Errorf("resumed read %q %v", b, err)
+	}
+	if fi, err := rh.FS().(sandbox.Lstater).Lstat(ctx, "keep.txt"); err != nil || fi.Mode.Perm() != 0o600 {
+		t.Errorf("perm: %+v %v", fi, err)
+	}
+	if err := p.Destroy(ctx, h.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if inspect(t, h.ID()) != nil {
+		t.Error("container survived Destroy")
+	}
+	if rh, err := p.Resume(ctx, h.ID()); rh != nil || err != nil {
+		t.Errorf("resume after destroy: %v %v", rh, err)
+	}
+	if err := p.Destroy(ctx, h.ID()); err != nil {
+		t.Errorf("second destroy: %v", err)
+	}
+	if _, err := h.Exec(ctx, "true", sandbox.ExecOptions{}); err == nil {
+		t.Error("exec on a removed container succeeded")
+	}
+}
+
+// A missing file is fs.ErrNotExist; binary content and large payloads
+// round-trip through the exec streams.
+func TestFSBinaryAndMissing(t *testing.T) {
+	h := create(t, newProvider(t, docker.Options{}))
+	ctx := context.Background()
+	if _, err := h.FS().ReadFile(ctx, "nope"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing read: %v", err)
+	}
+	data := make([]byte, 3<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := h.FS().WriteFile(ctx, "/workspace/bin/blob", data, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.FS().ReadFile(ctx, "/workspace/bin/blob")
+	if err != nil || !slices.Equal(got, data) {
+		t.Fatalf("round trip: %d bytes, %v", len(got), err)
+	}
+	if err := h.FS().WriteFile(ctx, "/workspace/empty", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustExec(t, h, "wc -c < empty"); strings.TrimSpace(got) != "0" {
+		t.Errorf("empty file size %q", got)
+	}
+	if err := h.FS().Rename(ctx, "/workspace/nope", "/workspace/x"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("rename missing: %v", err)
+	}
+}
+
+// Kill with an explicit signal, and cancelling Spawn's context, end every
+// process of the command; Stdin streams into the command.
+func TestSpawnStdinKillCancel(t *testing.T) {
+	h := create(t, newProvider(t, docker.Options{}))
+	ctx := context.Background()
+	p, err := h.Spawn(ctx, "while read l; do echo \"got $l\"; done; echo end", sandbox.ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(p.Stdin(), "a")
+	fmt.Fprintln(p.Stdin(), "b")
+	p.Stdin().Close()
+	out, _ := io.ReadAll(p.Stdout())
+	if string(out) != "got a\ngot b\nend\n" {
+		t.Errorf("stdout %q", out)
+	}
+	if code, err := p.Wait(ctx); code != 0 || err != nil {
+		t.Errorf("wait %d %v", code, err)
+	}
+
+	p, err = h.Spawn(ctx, "trap '' TERM; sleep 30", sandbox.ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := p.Kill(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if code, err := p.Wait(wctx); err != nil || code == 0 {
+		t.Errorf("after SIGKILL: %d %v", code, err)
+	}
+
+	// A Kill right after Spawn, possibly before the daemon has started the
+	// process, still ends it.
+	for range 3 {
+		p, err = h.Spawn(ctx, "sleep 30", sandbox.ExecOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Kill(nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Wait(wctx); err != nil {
+			t.Fatalf("immediate kill: %v", err)
+		}
+	}
+
+	sctx, scancel := context.WithCancel(ctx)
+	p, err = h.Spawn(sctx, "sleep 30 & sleep 30; wait", sandbox.ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	scancel()
+	if _, err := p.Wait(wctx); err != nil {
+		t.Errorf("cancelled spawn: %v", err)
+	}
+	// No sleep is left, not even a zombie (docker-init reaps orphans).
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		got := strings.TrimSpace(mustExec(t, h, "ps -o stat,comm | grep -c sleep || true"))
+		if got == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s sleep processes left: %s", got, mustExec(t, h, "ps -o pid,ppid,stat,comm"))
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// HostDir mounts a host directory as the workspace.
+func TestHostDirMount(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(dir+"/host.txt", []byte("from host"), 0o644)
+	h := create(t, newProvider(t, docker.Options{HostDir: dir}))
+	if got := mustExec(t, h, "cat host.txt && echo inside > made.txt"); got != "from host" {
+		t.Errorf("cat %q", got)
+	}
+	if b, err := os.ReadFile(dir + "/made.txt"); err != nil || string(b) != "inside\n" {
+		t.Errorf("host sees %q %v", b, err)
+	}
+}
+
+// A tool that writes files inside the container during a WithSandbox run
+// puts sandbox.file events and git diffs against the baseline on the
+// stream; the poll watcher runs find in the container.
+func TestWithSandboxToolWritesStreamFileEventsAndDiffs(t *testing.T) {
+	p := newProvider(t, docker.Options{})
+	def := sandbox.Definition{
+		ID:         "docker-agent",
+		Provider:   p,
+		FileEvents: sandbox.FileEventsWithDiff,
+		Lifecycle:  sandbox.Lifecycle{DestroyOnComplete: true},
+		Workspace: &sandbox.Workspace{Setup: sandbox.Serial(
+			"printf 'old\\n' > README.md && git init -q && git add -A && " +
+				"git -c user.email=t@example.com -c user.name=t commit -qm init")},
+	}
+	s, err := sandbox.Define(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var containerID string
+	type in struct{}
+	tool := chat.NewTool("edit", "edits files", func(ctx context.Context, _ in) (string, error) {
+		call, _ := chat.ToolCallFrom(ctx)
+		h, err := sandbox.HandleCapability.Get(call.Run)
+		if err != nil {
+			return "", err
+		}
+		mu.Lock()
+		containerID = h.ID()
+		mu.Unlock()
+		if err := h.FS().WriteFile(ctx, "/workspace/README.md", []byte("new\n"), 0); err != nil {
+			return "", err
+		}
+		res, err := h.Exec(ctx, "mkdir -p src && printf 'package main\\n' > src/main.go", sandbox.ExecOptions{})
+		if err != nil || res.ExitCode != 0 {
+			return "", fmt.Errorf("exec: %+v %w", res, err)
+		}
+		time.Sleep(1500 * time.Millisecond) // two poll intervals
+		return "ok", nil
+	})
+	a := &scripted{turns: [][]agui.Event{
+		toolTurn("call-1", "edit", `{}`),
+		textTurn("done"),
+	}}
+	var evs []agui.Event
+	for ev, err := range chat.Stream(context.Background(), chat.Options{
+		Adapter: a, Messages: []agui.ModelMessage{{Role: agui.RoleUser, Content: agui.Text("go")}},
+		Middleware: []*chat.Middleware{sandbox.WithSandbox(s, sandbox.Options{})},
+		Tools:      []*chat.Tool{tool},
+		ThreadID:   "thread-docker", RunID: "run-1",
+	}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	files := map[string]string{}
+	diffs := map[string]string{}
+	for _, ev := range evs {
+		if ev.Type != agui.Custom {
+			continue
+		}
+		var v map[string]any
+		if err := json.Unmarshal(ev.Value, &v); err != nil {
+			t.Fatalf("%s value %s: %v", ev.Name, ev.Value, err)
+		}
+		switch ev.Name {
+		case "sandbox.file":
+			files[v["path"].(string)] = v["type"].(string)
+		case "sandbox.file.diff":
+			diffs[v["path"].(string)] = v["diff"].(string)
+		}
+	}
+	want := map[string]string{"/workspace/README.md": "change", "/workspace/src/main.go": "create"}
+	for p, typ := range want {
+		if files[p] != typ {
+			t.Errorf("sandbox.file %s = %q, want %q (all %v)", p, files[p], typ, files)
+		}
+	}
+	if d := diffs["/workspace/README.md"]; !strings.Contains(d, "diff --git a/README.md b/README.md") || !strings.Contains(d, "-old\n+new\n") {
+		t.Errorf("README diff %q", d)
+	}
+	if d := diffs["/workspace/src/main.go"]; !strings.Contains(d, "--- /dev/null") || !strings.Contains(d, "+package main") {
+		t.Errorf("new file diff %q", d)
+	}
+	mu.Lock()
+	id := containerID
+	mu.Unlock()
+	if id == "" {
+		t.Fatal("the tool never ran")
+	}
+	if inspect(t, id) != nil {
+		t.Error("DestroyOnComplete left the container")
+	}
+}
+
+// A custom Workdir is where the virtual /workspace lives; an absolute
+// path outside it is re-rooted under it, as on local-process.
+func TestWorkdir(t *testing.T) {
+	h := create(t, newProvider(t, docker.Options{Workdir: "/srv/ws"}))
+	ctx := context.Background()
+	if got := mustExec(t, h, "pwd"); got != "/srv/ws\n" {
+		t.Errorf("pwd %q", got)
+	}
+	if err := h.FS().WriteFile(ctx, "/workspace/a.txt", []byte("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.FS().WriteFile(ctx, "/tmp/b.txt", []byte("b"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustExec(t, h, "cat /srv/ws/a.txt /srv/ws/tmp/b.txt; test -e /tmp/b.txt || echo ' not in /tmp'"); got != "ab not in /tmp\n" {
+		t.Errorf("got %q", got)
+	}
+	res, err := h.Exec(ctx, "pwd", sandbox.ExecOptions{Dir: "/workspace/tmp"})
+	if err != nil || res.Stdout != "/srv/ws/tmp\n" {
+		t.Errorf("dir: %+v %v", res, err)
+	}
+}
