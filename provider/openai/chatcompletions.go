@@ -540,46 +540,7 @@ func (p *ChatParser) End() {
 }
 
 func parseChatUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
-	if s.IsNull() {
-		return nil, nil
-	}
-	u := &agui.TokenUsage{}
-	err := wire.Object(s, func(k []byte) error {
-		var err error
-		switch string(k) {
-		case "prompt_tokens":
-			u.PromptTokens, err = wire.Int(s)
-		case "completion_tokens":
-			u.CompletionTokens, err = wire.Int(s)
-		case "total_tokens":
-			u.TotalTokens, err = wire.Int(s)
-		case "prompt_tokens_details":
-			err = wire.Object(s, func(k []byte) error {
-				if string(k) == "cached_tokens" {
-					v, e := wire.Int(s)
-					u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: wire.I64(v)}
-					return e
-				}
-				return wire.Skip(s)
-			})
-		case "completion_tokens_details":
-			err = wire.Object(s, func(k []byte) error {
-				if string(k) == "reasoning_tokens" {
-					v, e := wire.Int(s)
-					u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(v)}
-					return e
-				}
-				return wire.Skip(s)
-			})
-		default:
-			err = wire.Skip(s)
-		}
-		return err
-	})
-	if u.TotalTokens == 0 {
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	}
-	return u, err
+	return parseUsage(s, chatUsageKeys)
 }
 
 // SupportsCombinedToolsAndSchema reports that Chat Completions takes tools

@@ -368,7 +368,20 @@ func parseRespObject(s *jsonlex.Scanner, ev *respEvent) error {
 	})
 }
 
+// usageKeys names the usage fields of one OpenAI API.
+type usageKeys struct{ in, out, inDetails, outDetails string }
+
+var (
+	respUsageKeys = usageKeys{"input_tokens", "output_tokens", "input_tokens_details", "output_tokens_details"}
+	chatUsageKeys = usageKeys{"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details"}
+)
+
 func parseRespUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
+	return parseUsage(s, respUsageKeys)
+}
+
+// parseUsage reads an OpenAI usage object (either API's field names).
+func parseUsage(s *jsonlex.Scanner, keys usageKeys) (*agui.TokenUsage, error) {
 	if s.IsNull() {
 		return nil, nil
 	}
@@ -376,13 +389,13 @@ func parseRespUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
 	err := wire.Object(s, func(k []byte) error {
 		var err error
 		switch string(k) {
-		case "input_tokens":
+		case keys.in:
 			u.PromptTokens, err = wire.Int(s)
-		case "output_tokens":
+		case keys.out:
 			u.CompletionTokens, err = wire.Int(s)
 		case "total_tokens":
 			u.TotalTokens, err = wire.Int(s)
-		case "input_tokens_details":
+		case keys.inDetails:
 			err = wire.Object(s, func(k []byte) error {
 				if string(k) == "cached_tokens" {
 					v, e := wire.Int(s)
@@ -391,7 +404,7 @@ func parseRespUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
 				}
 				return wire.Skip(s)
 			})
-		case "output_tokens_details":
+		case keys.outDetails:
 			err = wire.Object(s, func(k []byte) error {
 				if string(k) == "reasoning_tokens" {
 					v, e := wire.Int(s)
