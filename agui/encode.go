@@ -280,6 +280,10 @@ func (u *TokenUsage) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// Marshal is json.Marshal without HTML escaping, matching JSON.stringify's
+// output for the same value.
+func Marshal(v any) ([]byte, error) { return marshalNoEscape(v) }
+
 // marshalNoEscape is json.Marshal without HTML escaping, matching
 // JSON.stringify's output for the same value.
 func marshalNoEscape(v any) ([]byte, error) {

@@ -122,6 +122,20 @@ func (r *run) structuredModelChunk(raw *agui.Event) (agui.Event, error) {
 	return out, nil
 }
 
+// ensureStructuredStart emits structured-output.start once, before the
+// structured text or error.
+func (r *run) ensureStructuredStart() error {
+	s := r.so
+	if s.startEmitted {
+		return nil
+	}
+	s.startEmitted = true
+	if s.messageID == "" {
+		s.messageID = newID("msg")
+	}
+	return r.pipe(startEvent(s.messageID))
+}
+
 func startEvent(id string) agui.Event {
 	v, _ := marshalCompact(map[string]any{"messageId": id})
 	return agui.Event{Type: agui.Custom, Name: StructuredOutputStart, Value: v, Timestamp: now()}
@@ -157,14 +171,8 @@ func (r *run) harvestCombined() error {
 			s.data, s.raw, s.have = s.normalize(v), string(r.accumulated), true
 		}
 	}
-	if !s.startEmitted {
-		s.startEmitted = true
-		if s.messageID == "" {
-			s.messageID = newID("msg")
-		}
-		if err := r.pipe(startEvent(s.messageID)); err != nil {
-			return err
-		}
+	if err := r.ensureStructuredStart(); err != nil {
+		return err
 	}
 	if s.have && r.finalizationError == nil && !s.completeEmitted {
 		val := map[string]any{"object": s.data, "raw": s.raw}
@@ -241,12 +249,8 @@ func (r *run) structuredFinalization() error {
 		if s.messageID == "" && isText && chunk.MessageID != "" {
 			s.messageID = chunk.MessageID
 		}
-		if !s.startEmitted && (isText || chunk.Type == agui.RunError) {
-			s.startEmitted = true
-			if s.messageID == "" {
-				s.messageID = newID("msg")
-			}
-			if err := r.pipe(startEvent(s.messageID)); err != nil {
+		if isText || chunk.Type == agui.RunError {
+			if err := r.ensureStructuredStart(); err != nil {
 				return err
 			}
 		}
@@ -283,14 +287,8 @@ func (r *run) structuredFinalization() error {
 		r.finalizationError = &RunError{Message: "missing structured result", Code: CodeStructuredMissing}
 	}
 	if r.finalizationError != nil && !runErrorYielded {
-		if !s.startEmitted {
-			s.startEmitted = true
-			if s.messageID == "" {
-				s.messageID = newID("msg")
-			}
-			if err := r.pipe(startEvent(s.messageID)); err != nil {
-				return err
-			}
+		if err := r.ensureStructuredStart(); err != nil {
+			return err
 		}
 		return r.pipe(agui.Event{Type: agui.RunError, Timestamp: now(), Message: r.finalizationError.Message, Code: r.finalizationError.Code})
 	}

@@ -110,15 +110,7 @@ func (a *toolCallAccumulator) reset() {
 }
 
 // marshalCompact is JSON.stringify for decoded values (no HTML escaping).
-func marshalCompact(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
-}
+func marshalCompact(v any) ([]byte, error) { return agui.Marshal(v) }
 
 // processToolCalls is the tool phase of a live turn (core.md §1.4).
 func (r *run) processToolCalls() error {

@@ -185,13 +185,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.startDurable(w, r, runID, in, opts, format)
 		return
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", format.ContentType())
-	hd.Set("Cache-Control", "no-cache")
-	if format == agui.SSE {
-		hd.Set("Connection", "keep-alive")
-	}
-	hd.Set("X-Accel-Buffering", "no")
+	setStreamHeaders(w, format)
 	w.WriteHeader(http.StatusOK)
 
 	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
