@@ -94,3 +94,13 @@ func PlanUpsert(scheme, runID string, tail int64, entries []Entry) ([]int64, err
 	}
 	return seqs, nil
 }
+
+// FormatOffsets returns the offsets of n consecutive entries starting at
+// sequence number first.
+func FormatOffsets(scheme, runID string, first, n int64) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = FormatOffset(scheme, runID, first+int64(i))
+	}
+	return out
+}

@@ -13,11 +13,7 @@ import (
 )
 
 func offsets(runID string, first, n int64) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = durable.FormatOffset(scheme, runID, first+int64(i))
-	}
-	return out
+	return durable.FormatOffsets(scheme, runID, first, n)
 }
 
 // Append implements durable.Log.

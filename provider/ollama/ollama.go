@@ -65,12 +65,7 @@ func (a *Adapter) Body(req *chat.Request) ([]byte, error) {
 	}
 	b.Value("messages", msgs)
 	if len(req.Tools) > 0 {
-		tools := make([]map[string]any, len(req.Tools))
-		for i, t := range req.Tools {
-			tools[i] = map[string]any{"type": "function", "function": map[string]any{"name": t.Name,
-				"description": t.Description, "parameters": wire.SchemaOrEmpty(t.InputSchema)}}
-		}
-		b.Value("tools", tools)
+		b.Value("tools", wire.FunctionTools(req.Tools))
 	}
 	if len(req.OutputSchema) > 0 {
 		b.Raw("format", req.OutputSchema)

@@ -103,6 +103,18 @@ func SchemaOrEmpty(s json.RawMessage) json.RawMessage {
 	return s
 }
 
+// FunctionTools renders tools in the Chat Completions shape that OpenAI,
+// compatible servers and Ollama share: {type:"function", function:{name,
+// description, parameters}}.
+func FunctionTools(tools []chat.ToolSpec) []map[string]any {
+	out := make([]map[string]any, len(tools))
+	for i, t := range tools {
+		out[i] = map[string]any{"type": "function", "function": map[string]any{"name": t.Name,
+			"description": t.Description, "parameters": SchemaOrEmpty(t.InputSchema)}}
+	}
+	return out
+}
+
 // ErrUnsupported is a request the provider cannot express.
 type ErrUnsupported struct{ Msg string }
 
