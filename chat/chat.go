@@ -244,6 +244,9 @@ type run struct {
 	so *structuredState // nil unless Options.OutputSchema is set
 
 	chunk agui.Event // the model chunk in flight (see streamModelTurn)
+	// held, when set, collects emitted events instead of yielding them (an
+	// interrupt terminal passes OnChunk before the snapshots are sent).
+	held *[]agui.Event
 
 	disconnect    *RunDisconnect
 	lazy          *lazyManager // nil without lazy tools
@@ -379,6 +382,10 @@ func (r *run) abortReason() string {
 
 // emit hands an event to the consumer.
 func (r *run) emit(ev agui.Event) {
+	if r.held != nil {
+		*r.held = append(*r.held, ev)
+		return
+	}
 	if r.stopped {
 		return
 	}

@@ -240,14 +240,12 @@ func (r *run) interruptTerminal(fin agui.Event, approvals []PendingApproval, cli
 	term = agui.WithTanstack(term, map[string]any{"finishReason": agui.FinishToolCalls})
 	// The terminal passes OnChunk before the snapshots do (as 0.58.0).
 	var outs []agui.Event
-	saved := r.yield
-	r.yield = func(ev agui.Event, err error) bool { outs = append(outs, ev); return true }
+	r.held = &outs
 	err := r.chunkChain(&term, 0, false)
-	r.yield = saved
+	r.held = nil
 	if err != nil {
 		return err
 	}
-	r.mctx.ChunkIndex -= len(outs)
 	if err := r.pipe(r.messagesSnapshot()); err != nil {
 		return err
 	}
