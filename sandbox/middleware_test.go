@@ -15,7 +15,6 @@ import (
 	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/durable"
 	"github.com/goai-sdk/goai/sandbox"
-	"github.com/goai-sdk/goai/sandbox/sandboxtest"
 )
 
 // These tests drive the real chat engine with a scripted adapter over the
@@ -736,7 +735,6 @@ func TestDebugSandboxCategory(t *testing.T) {
 	}
 }
 
-var _ = sandboxtest.NewLogger
 
 // compactPairs drops a repeated "[type] path" line together with the typed
 // hook's line that follows it.

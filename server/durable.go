@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
@@ -634,4 +633,3 @@ func acceptFormat(r *http.Request) agui.Format {
 	return agui.SSE
 }
 
-var _ = slog.Default

@@ -287,7 +287,6 @@ func TestDurableDisconnectDuringSlowSetup(t *testing.T) {
 	}
 }
 
-var _ = bytes.NewReader
 
 func TestCheck45SSEFramingAndHeaders(t *testing.T) {
 	e := newEnv(t, slowScenario(t, 2, 0), nil)

@@ -24,13 +24,6 @@ func jstr(s string) string {
 	return strings.TrimRight(buf.String(), "\n")
 }
 
-func jval(v any) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return strings.TrimRight(buf.String(), "\n")
-}
 
 func objArgs(s string) string {
 	t := strings.TrimSpace(s)
@@ -735,4 +728,3 @@ func (o *ollamaWriter) fail(_, msg string, _ *agui.TokenUsage) {
 	o.line(`{"error":` + jstr(msg) + `}`)
 }
 
-var _ = jval
