@@ -735,7 +735,6 @@ func TestDebugSandboxCategory(t *testing.T) {
 	}
 }
 
-
 // compactPairs drops a repeated "[type] path" line together with the typed
 // hook's line that follows it.
 func compactPairs(l []string) []string {

@@ -632,4 +632,3 @@ func acceptFormat(r *http.Request) agui.Format {
 	}
 	return agui.SSE
 }
-

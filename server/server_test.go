@@ -287,7 +287,6 @@ func TestDurableDisconnectDuringSlowSetup(t *testing.T) {
 	}
 }
 
-
 func TestCheck45SSEFramingAndHeaders(t *testing.T) {
 	e := newEnv(t, slowScenario(t, 2, 0), nil)
 	res := post(t, context.Background(), e.srv.URL+"/api/chat", nil, body)

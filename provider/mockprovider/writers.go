@@ -24,7 +24,6 @@ func jstr(s string) string {
 	return strings.TrimRight(buf.String(), "\n")
 }
 
-
 func objArgs(s string) string {
 	t := strings.TrimSpace(s)
 	if t == "" || !json.Valid([]byte(t)) || t[0] != '{' {
@@ -727,4 +726,3 @@ func (o *ollamaWriter) finish(reason string, u *agui.TokenUsage) {
 func (o *ollamaWriter) fail(_, msg string, _ *agui.TokenUsage) {
 	o.line(`{"error":` + jstr(msg) + `}`)
 }
-
