@@ -2,6 +2,8 @@ module github.com/goai-sdk/goai
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/google/jsonschema-go v0.4.3

@@ -59,7 +59,7 @@ func (r *run) runSetup() error {
 	for _, m := range r.mws {
 		for _, p := range m.Provides {
 			if _, ok := r.mctx.Lookup(p); !ok {
-				return fmt.Errorf("Middleware %q declares it provides %q but never called provide() in setup().", m.Name, p.Name())
+				return fmt.Errorf("middleware %q declares it provides %q but never called provide() in setup()", m.Name, p.Name())
 			}
 		}
 	}

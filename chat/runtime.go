@@ -205,7 +205,7 @@ func (r *run) interruptRequests() ([]InterruptRequest, error) {
 		for _, q := range reqs {
 			def, ok := r.interruptDefs[q.Definition]
 			if !ok {
-				return nil, fmt.Errorf("Generic interrupt definition %q is not registered on this chat (Options.Interrupts).", q.Definition)
+				return nil, fmt.Errorf("generic interrupt definition %q is not registered on this chat (Options.Interrupts)", q.Definition)
 			}
 			if def.PayloadSchema != nil && q.Payload != nil {
 				b, _ := marshalCompact(q.Payload)

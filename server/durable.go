@@ -496,7 +496,8 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after 
 			sent = true
 		}
 		buf = appendFrame(buf[:0], format, e)
-		if _, err := w.Write(buf); err == nil {
+		_, err := w.Write(buf)
+		if err == nil {
 			err = rc.Flush()
 		}
 		if err != nil || r.Context().Err() != nil {

@@ -137,7 +137,7 @@ func New(opts Options) (*Provider, error) {
 		// No keep-alive: every request (three per command) dials the
 		// socket afresh, so no idle connection goroutines outlive a call.
 		hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-		ops := []client.Opt{client.WithHTTPClient(hc), client.WithHost(client.DefaultDockerHost), client.FromEnv, client.WithAPIVersionNegotiation()}
+		ops := []client.Opt{client.WithHTTPClient(hc), client.WithHost(client.DefaultDockerHost), client.FromEnv}
 		if host := os.Getenv("DOCKER_HOST"); host == "" || strings.HasPrefix(host, "unix://") {
 			ops = append(ops, client.WithScheme("http"))
 		}

@@ -83,7 +83,7 @@ func mustExec(t testing.TB, h sandbox.Handle, cmd string) string {
 // inspect returns the container's state, or nil when it is gone.
 func inspect(t *testing.T, id string) *client.ContainerInspectResult {
 	t.Helper()
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -252,11 +252,6 @@ func TestBubblewrapIsolation(t *testing.T) {
 	}
 }
 
-func readCwd(pid int) string {
-	s, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-	return s
-}
-
 // ---- real inotify ----
 
 type recorder struct {
@@ -315,7 +310,7 @@ func TestNativeNewDirectoryFilesCreatedBeforeWatch(t *testing.T) {
 	if res, err := h.Exec(context.Background(), cmd, sandbox.ExecOptions{}); err != nil || res.ExitCode != 0 {
 		t.Fatal(res, err)
 	}
-	got := settle(t, &r, 51)
+	settle(t, &r, 51)
 	// A tree moved in from outside: one raw event for its top directory;
 	// every file inside is found by walking it.
 	outside := t.TempDir()
@@ -326,7 +321,7 @@ func TestNativeNewDirectoryFilesCreatedBeforeWatch(t *testing.T) {
 	if err := os.Rename(filepath.Join(outside, "tree"), filepath.Join(h.HostDir(), "tree")); err != nil {
 		t.Fatal(err)
 	}
-	got = settle(t, &r, 71)
+	got := settle(t, &r, 71)
 	slices.Sort(got)
 	var want []string
 	for i := 1; i <= 50; i++ {
@@ -426,7 +421,7 @@ func TestNativeCoalescingOnInotify(t *testing.T) {
 // reads no file.
 type countingHandle struct {
 	sandbox.Handle
-	execs, fsCalls atomic.Int32
+	execs atomic.Int32
 }
 
 func (c *countingHandle) Exec(ctx context.Context, cmd string, o sandbox.ExecOptions) (sandbox.ExecResult, error) {

@@ -273,7 +273,7 @@ func (x fakeFS) Watch(_ context.Context, root string, _ sandbox.NativeWatchOptio
 	x.f.mu.Lock()
 	x.f.watchFn = fn
 	x.f.mu.Unlock()
-	return fakeSub{x.f}, nil
+	return fakeSub(x), nil
 }
 
 type fakeSub struct{ f *FakeHandle }

@@ -31,8 +31,7 @@ type Emitter struct {
 	// Secret is redacted from error messages (the API key).
 	Secret string
 
-	logger   *chat.Logger
-	provider string
+	logger *chat.Logger
 
 	textOpen  bool
 	textID    string
