@@ -40,7 +40,8 @@ for setup in scripts/setup-*.sh; do
 done
 
 log "npm ci (pinned reference and client packages)"
-for dir in conformance/reference; do
+# Every directory with a committed package-lock.json is a pinned npm tree.
+for dir in $(git ls-files '*package-lock.json' 2>/dev/null | xargs -r -n1 dirname || echo conformance/reference); do
   if [ -f "$dir/package-lock.json" ]; then
     stamp="$dir/node_modules/.goai-lock"
     if [ ! -f "$stamp" ] || ! cmp -s "$dir/package-lock.json" "$stamp"; then
