@@ -22,7 +22,10 @@ COPY . .
 # prints when the build context holds the repository's .git directory.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     go build -ldflags='-s -w' -o /out/goai ./cmd/goai
-RUN mkdir -p /out/data /out/tmp && chmod 1777 /out/tmp \
+# /tmp (for SQLite's temporary files) and /data are copied as entries of a
+# directory so that their modes survive: COPY of a directory itself
+# creates the destination 0755.
+RUN mkdir -p /out/rootfs/data /out/rootfs/tmp && chmod 1777 /out/rootfs/tmp \
  && echo 'goai:x:65532:65532:goai:/data:/sbin/nologin' > /out/passwd \
  && echo 'goai:x:65532:' > /out/group
 
@@ -30,8 +33,7 @@ FROM scratch
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/passwd /etc/passwd
 COPY --from=build /out/group /etc/group
-COPY --from=build /out/tmp /tmp
-COPY --from=build --chown=65532:65532 /out/data /data
+COPY --from=build --chown=65532:65532 /out/rootfs/ /
 COPY --from=build /out/goai /usr/local/bin/goai
 USER 65532:65532
 WORKDIR /data
