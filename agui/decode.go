@@ -10,12 +10,24 @@ import (
 
 // UnmarshalJSON decodes one event object. Unknown keys are kept in Extra.
 func (e *Event) UnmarshalJSON(data []byte) error {
-	s := jsonlex.New(data)
-	if err := DecodeEvent(s, e); err != nil {
+	if err := DecodeEvent(data, e); err != nil {
 		return err
 	}
 	if e.Type == "" {
 		return fmt.Errorf("event: missing string \"type\"")
+	}
+	return nil
+}
+
+// DecodeEvent decodes one event object from data into e (which it resets).
+// Unlike UnmarshalJSON it does not require a type; callers that need one
+// check e.Type. Unknown keys are kept in Extra. e holds no reference to
+// data, so the buffer may be reused afterwards.
+func DecodeEvent(data []byte, e *Event) error {
+	var s jsonlex.Scanner
+	s.Reset(data)
+	if err := decodeEvent(&s, e); err != nil {
+		return err
 	}
 	if !s.AtEOF() {
 		return fmt.Errorf("event: trailing data at offset %d", s.Pos())
@@ -23,11 +35,8 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// DecodeEvent reads one event object from s into e (which it resets).
-// It does not require a type; callers that need one check e.Type.
-// String values alias the scanner's buffer only through Go string copies,
-// so e stays valid after the buffer is reused.
-func DecodeEvent(s *jsonlex.Scanner, e *Event) error {
+// decodeEvent reads one event object from s into e (which it resets).
+func decodeEvent(s *jsonlex.Scanner, e *Event) error {
 	*e = Event{}
 	if err := s.ObjectStart(); err != nil {
 		return fmt.Errorf("event: %w", err)

@@ -402,7 +402,7 @@ func (r *run) emit(ev agui.Event) {
 
 func now() int64 { return time.Now().UnixMilli() }
 
-// execute is the run algorithm (core.md §1.2).
+// execute is the run algorithm (docs/engine.md §2).
 func (r *run) execute() {
 	r.log.Log(CatAgentLoop, "run started", slog.String("threadId", r.threadID))
 	err := r.body()
@@ -671,7 +671,7 @@ func (r *run) shouldContinue() (bool, error) {
 	return ok && mwOK && r.toolPhase == "continue", nil
 }
 
-// streamModelTurn runs one adapter call (core.md §1.3).
+// streamModelTurn runs one adapter call (docs/engine.md §3).
 func (r *run) streamModelTurn() error {
 	r.mctx.Phase = PhaseModelStream
 	req := r.buildRequest()
@@ -914,7 +914,7 @@ func (r *run) chunkChain(ev *agui.Event, i int, modelTurn bool) error {
 }
 
 // emitPublic normalizes a post-middleware chunk, adds its fan-outs, and
-// yields the results (core.md §2.3).
+// yields the results (docs/engine.md §1).
 func (r *run) emitPublic(ev *agui.Event, modelTurn bool) {
 	n := agui.Normalize(ev)
 	r.emitNormalized(n, modelTurn)

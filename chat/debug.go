@@ -5,7 +5,7 @@ import (
 	"log/slog"
 )
 
-// Debug categories (core.md §7).
+// Debug categories (docs/engine.md §10).
 const (
 	CatRequest    = "request"
 	CatProvider   = "provider"

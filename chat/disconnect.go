@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// RunDisconnect tells a run that its client went away (durable.md §2). A
+// RunDisconnect tells a run that its client went away (docs/durable.md §2). A
 // disconnect is a notification, not a cancel: the run keeps going, and
 // listeners do bookkeeping only (record a detach, release a lease).
 //

@@ -21,7 +21,7 @@ type LazyTools struct {
 }
 
 // lazyManager withholds Lazy tools until the model discovers them
-// (core.md §5.4). Discovery is recovered from history, so it survives
+// (docs/engine.md §8). Discovery is recovered from history, so it survives
 // across requests.
 type lazyManager struct {
 	eager      []*Tool

@@ -10,7 +10,7 @@ import (
 	"github.com/goai-sdk/goai/agui"
 )
 
-// Resume error codes (core.md §1.6).
+// Resume error codes (docs/engine.md §6).
 const (
 	CodeStale               = "stale"
 	CodeUnknownInterrupt    = "unknown-interrupt"

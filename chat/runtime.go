@@ -220,7 +220,7 @@ func (r *run) interruptRequests() ([]InterruptRequest, error) {
 }
 
 // interruptTerminal ends a paused run: [RUN_STARTED] MESSAGES_SNAPSHOT
-// [STATE_SNAPSHOT] RUN_FINISHED{outcome interrupt} (core.md §1.6).
+// [STATE_SNAPSHOT] RUN_FINISHED{outcome interrupt} (docs/engine.md §6).
 func (r *run) interruptTerminal(fin agui.Event, approvals []PendingApproval, clients []PendingClientCall, generic []InterruptRequest) error {
 	if err := r.syntheticRunStarted(fin); err != nil {
 		return err

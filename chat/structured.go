@@ -199,7 +199,7 @@ func parseFailedMessage(text string) string {
 }
 
 // structuredFinalization is path A: a separate structured-output call in
-// phase structuredOutput (core.md §1.7).
+// phase structuredOutput (docs/engine.md §7).
 func (r *run) structuredFinalization() error {
 	s := r.so
 	r.mctx.Phase = PhaseStructuredOutput

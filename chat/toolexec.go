@@ -11,7 +11,7 @@ import (
 	"github.com/goai-sdk/goai/agui"
 )
 
-// toolCallAccumulator assembles tool calls from a model turn (core.md §5.3).
+// toolCallAccumulator assembles tool calls from a model turn (docs/engine.md §8).
 type toolCallAccumulator struct {
 	slots []int // insertion order of slot keys
 	calls map[int]*agui.ToolCall
@@ -112,7 +112,7 @@ func (a *toolCallAccumulator) reset() {
 // marshalCompact is JSON.stringify for decoded values (no HTML escaping).
 func marshalCompact(v any) ([]byte, error) { return agui.Marshal(v) }
 
-// processToolCalls is the tool phase of a live turn (core.md §1.4).
+// processToolCalls is the tool phase of a live turn (docs/engine.md §4).
 func (r *run) processToolCalls() error {
 	if !r.shouldExecuteToolPhase() || r.finished == nil {
 		r.lastTurnToolCallCount = 0
@@ -218,7 +218,7 @@ func (r *run) finishedOrSynthetic() agui.Event {
 	return r.syntheticFinished(agui.FinishToolCalls)
 }
 
-// pendingToolCalls runs calls found unanswered in history (core.md §1.5).
+// pendingToolCalls runs calls found unanswered in history (docs/engine.md §5).
 // It reports wait=true when the run paused.
 func (r *run) pendingToolCalls() (bool, error) {
 	pending := r.pendingFromMessages()
@@ -315,7 +315,7 @@ type execResult struct {
 	needsClient   []PendingClientCall
 }
 
-// executeToolCalls runs a batch strictly in order (core.md §5.2).
+// executeToolCalls runs a batch strictly in order (docs/engine.md §8).
 func (r *run) executeToolCalls(calls []agui.ToolCall) (execResult, error) {
 	var out execResult
 	r.collectClientResults()

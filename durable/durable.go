@@ -159,7 +159,7 @@ func (e *OffsetError) Error() string {
 func (e *OffsetError) Unwrap() error { return ErrInvalidOffset }
 
 // ValidOffset reports whether s is acceptable as an offset on the wire
-// (§1.3): non-empty, free of NUL, CR and LF, and equal to its trimmed form.
+// (docs/durable.md §1.3): non-empty, free of NUL, CR and LF, and equal to its trimmed form.
 // It says nothing about whether a backend minted s.
 func ValidOffset(s string) bool {
 	return s != "" && !strings.ContainsAny(s, "\x00\r\n") && strings.TrimSpace(s) == s

@@ -9,7 +9,7 @@ import (
 
 // Fence is the writer side of one claimed run: it fences appends and
 // terminal record writes with the claim's epoch (fenceDurability and
-// fenceRunStore upstream, §5.3), with the check made by the store in the
+// fenceRunStore upstream, docs/durable.md §5.2), with the check made by the store in the
 // same transaction as the write.
 //
 // The first refusal latches: every later Append fails with the same

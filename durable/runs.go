@@ -232,8 +232,8 @@ func (e *ClaimLostError) Error() string {
 
 func (e *ClaimLostError) Unwrap() error { return ErrClaimLost }
 
-// RunStore stores run records (RunStore upstream, §5.1) and hands out
-// fencing claims (§5.3). Implementations are safe for concurrent use.
+// RunStore stores run records (RunStore upstream, docs/durable.md §4) and hands out
+// fencing claims (§5.1). Implementations are safe for concurrent use.
 type RunStore interface {
 	// CreateOrResume stores rec if no record of rec.RunID exists (Status
 	// defaults to running) and returns the stored record. An existing

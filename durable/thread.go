@@ -8,8 +8,8 @@ import (
 )
 
 // Thread is the stored state of one conversation (MessageStore upstream,
-// durable.md §6.1): its transcript and the interrupts its latest run paused
-// on. A reloading client hydrates from it (§1.4).
+// docs/durable.md §6.1): its transcript and the interrupts its latest run paused
+// on. A reloading client hydrates from it (docs/durable.md §1.4).
 type Thread struct {
 	ThreadID string
 	// Messages is the transcript, a JSON array of UIMessages, stored and

@@ -163,7 +163,7 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, runID str
 	if p.threads != nil {
 		// The user's turn is visible to a reload at once, even while a slow
 		// middleware setup delays the first chunk. An empty request means
-		// "continue the stored thread" (§6.2): nothing to overwrite it with.
+		// "continue the stored thread" (docs/durable.md §6.1): nothing to overwrite it with.
 		if len(opts.Messages) > 0 {
 			if msgs, err := encodeUIMessages(opts.Messages); err == nil {
 				p.saveThread(msgs, nil)
@@ -289,7 +289,7 @@ func (p *producer) run(opts chat.Options) {
 	}
 	if p.detached(thrown) {
 		// Aborted (say, by a shutdown) after the run detached from its
-		// client, with no cancel (§1.5 step 5): the events produced so far
+		// client, with no cancel (docs/durable.md §2): the events produced so far
 		// are stored, but the log stays open and un-terminalized and the
 		// record running, for whoever drives the run next (a takeover, or
 		// recovery's producer-lost end once this producer's lease lapses).
@@ -463,7 +463,7 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after 
 	rc := http.NewResponseController(w)
 	var buf []byte
 	// Offsets are opaque, but the wire needs each to be a valid SSE id and
-	// never repeated (§1.3): a backend breaking that fails the response
+	// never repeated (docs/durable.md §1.3): a backend breaking that fails the response
 	// rather than corrupting a client's cursor. Logs are totally ordered,
 	// so a repeat shows as the previous offset again (e.g. re-yielded after
 	// a wake-up); only that one is kept, so a long catch-up costs no memory.

@@ -1,7 +1,7 @@
 package server_test
 
 // Named tests for the producer-sink, transport and driver behaviours of
-// durable.md §8 (items 15-27 and 40); items 1-14 and 29-36 are the storage
+// docs/durable.md §8 (items 15-27 and 40); items 1-14 and 29-36 are the storage
 // conformance suites in durable/durabletest, run by every backend.
 
 import (

@@ -96,7 +96,7 @@ func (p *producer) saveThread(msgs json.RawMessage, pending []agui.Interrupt) {
 }
 
 // Hydration is the body of GET /api/chat?threadId=: what a reloading client
-// paints before joining ActiveRun (durable.md §1.4).
+// paints before joining ActiveRun (docs/durable.md §1.4).
 type Hydration struct {
 	// Messages is the thread's transcript as UIMessages ([] when none).
 	Messages json.RawMessage `json:"messages"`

@@ -300,7 +300,7 @@ func (s *orderStore) LoadThread(ctx context.Context, thread string) (durable.Thr
 	return s.Memory.LoadThread(ctx, thread)
 }
 
-// The active run is read before the transcript (§1.4), and a store that
+// The active run is read before the transcript (docs/durable.md §1.4), and a store that
 // keeps no threads still hydrates the active run.
 func TestHydrateReadsActiveRunBeforeTranscript(t *testing.T) {
 	s := &orderStore{Memory: durable.NewMemory(nil)}

@@ -1,7 +1,8 @@
 // Command goai runs the goai chat server and tools.
 //
 //	goai serve [--addr 127.0.0.1:8080] [--model scripted:FILE] [--wire agui|tanstack]
-//	goai run --scenario FILE [--format sse|ndjson] [--wire agui|tanstack]
+//	goai run [--format sse|ndjson] [--wire agui|tanstack] FILE
+//	goai watch DIR, goai mock-provider, goai version, goai help [CMD]
 package main
 
 import (
@@ -22,20 +23,14 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: goai <command> [flags]
-
-commands:
-  serve   run the chat server with the web UI
-  run     run one scenario and write its wire bytes to stdout
-  watch   watch a directory and print file events as JSON lines
-  mock-provider  serve a scenario in a provider's wire format (openai-responses,
-          openai-chat, anthropic, gemini, ollama) for offline testing
-`
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		writeUsage(stderr)
 		return 2
+	}
+	if c, ok := lookupCommand(args[0]); ok && wantsHelp(args[1:]) {
+		writeCommandHelp(ctx, stdout, c)
+		return 0
 	}
 	switch args[0] {
 	case "run":
@@ -46,10 +41,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return watch(ctx, args[1:], stdout, stderr)
 	case "mock-provider":
 		return mockprovider.Main(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+	case "version":
+		return version(args[1:], stdout, stderr)
+	case "help":
+		return helpMain(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help":
+		writeUsage(stdout)
 		return 0
 	}
-	fmt.Fprintf(stderr, "goai: unknown command %q\n\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "goai: unknown command %q\n\n", args[0])
+	writeUsage(stderr)
 	return 2
 }

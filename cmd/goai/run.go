@@ -18,14 +18,22 @@ import (
 func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	path := fs.String("scenario", "", "scenario file (JSON)")
+	path := fs.String("scenario", "", "scenario file (JSON); or give FILE as the argument")
 	format := fs.String("format", "sse", "wire format: sse or ndjson")
 	wire := fs.String("wire", "agui", "wire profile: agui or tanstack")
-	if err := fs.Parse(args); err != nil {
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
 		return 2
 	}
+	if len(files) > 1 || (len(files) == 1 && *path != "") {
+		fmt.Fprintln(stderr, "goai run: give one scenario FILE")
+		return 2
+	}
+	if len(files) == 1 {
+		*path = files[0]
+	}
 	if *path == "" {
-		fmt.Fprintln(stderr, "goai run: --scenario is required")
+		fmt.Fprintln(stderr, "goai run: a scenario FILE is required (goai run FILE)")
 		return 2
 	}
 	f, p, err := parseWire(*format, *wire)
@@ -59,6 +67,22 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "HOOKS: %s\n", b)
 	}
 	return 0
+}
+
+// parseInterspersed parses flags placed before or after the positional
+// arguments, which it returns.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 func hasName(names []string, n string) bool {

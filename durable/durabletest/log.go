@@ -1,7 +1,7 @@
 // Package durabletest is the conformance suite for durable backends. A
 // backend's tests call Run for its durable.Log and RunStore for its
 // durable.Store; every subtest name starts with the number of the behaviour
-// of the spec (durable.md §8) it checks.
+// of the spec (docs/durable.md §8) it checks.
 package durabletest
 
 import (

@@ -101,7 +101,7 @@ func (c *countingStore) AppendWith(ctx context.Context, runID string, batch [][]
 	return c.Store.AppendWith(ctx, runID, batch, opts)
 }
 
-// RunStore runs the run-store and claim conformance suite (§8 items 29-36).
+// RunStore runs the run-store and claim conformance suite (docs/durable.md §8, items 29-36).
 // newStore must return a new, empty store on each call and register its own
 // cleanup.
 func RunStore(t *testing.T, newStore func(t *testing.T) durable.Store, opts *Options) {

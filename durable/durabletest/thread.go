@@ -56,7 +56,7 @@ func mustSave(t *testing.T, s durable.ThreadStore, th durable.Thread) {
 	}
 }
 
-// Threads runs the thread-store conformance suite (durable.md §6.3,
+// Threads runs the thread-store conformance suite (docs/durable.md §6.2,
 // "Messages", plus the interrupts hydration reads). newStore must return a
 // new, empty store on each call and register its own cleanup.
 func Threads(t *testing.T, newStore func(t *testing.T) durable.ThreadStore) {

@@ -212,27 +212,23 @@ func (s *Scanner) stringSlow(out []byte) ([]byte, error) {
 					return nil, err
 				}
 				if utf16.IsSurrogate(r) {
-					r2 := rune(-1)
+					// A valid pair consumes the next escape; anything else
+					// becomes U+FFFD and the next escape is read on its own,
+					// as encoding/json does.
+					pair := rune(-1)
 					if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
 						save := s.pos
 						s.pos += 2
 						if v, err := s.hex4(); err == nil {
-							r2 = v
-						} else {
-							s.pos = save
+							pair = v
 						}
+						s.pos = save
 					}
-					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+					if d := utf16.DecodeRune(r, pair); d != utf8.RuneError {
 						r = d
+						s.pos += 6
 					} else {
 						r = utf8.RuneError
-						if r2 >= 0 {
-							out = utf8.AppendRune(out, r)
-							if utf16.IsSurrogate(r2) {
-								r2 = utf8.RuneError
-							}
-							r = r2
-						}
 					}
 				}
 				out = utf8.AppendRune(out, r)

@@ -1,6 +1,6 @@
 // Package contentguard is a chat middleware that filters or rewrites
-// streamed assistant text (TanStack AI's contentGuardMiddleware, core.md
-// §4.7): redact secrets, mask PII, or drop output that matches.
+// streamed assistant text (TanStack AI's contentGuardMiddleware, docs/engine.md
+// §9): redact secrets, mask PII, or drop output that matches.
 //
 // Rules run in order on TEXT_MESSAGE_CONTENT; each sees the previous one's
 // output. Two strategies:
@@ -15,7 +15,7 @@
 //     the message length per delta.
 //
 // The guard only changes what the consumer sees: the engine records
-// history and tool calls from the unfiltered stream (core.md §1.3).
+// history and tool calls from the unfiltered stream (docs/engine.md §3).
 //
 // Emitted deltas match @tanstack/ai 0.58.0 exactly for the same rules and
 // input, including its lengths in UTF-16 code units, with one exception:

@@ -1,6 +1,6 @@
 // Package otel is a chat middleware that traces runs with OpenTelemetry
 // using the GenAI semantic conventions (gen_ai.*), as TanStack AI's
-// otelMiddleware does (core.md §4.7).
+// otelMiddleware does (docs/engine.md §9).
 //
 // Each run gets a root span ("chat <model>"), each model call an iteration
 // span ("chat <model> #<n>", kind client) under it, and each executed tool a

@@ -1,5 +1,5 @@
 // Package toolcache is a chat middleware that caches server tool results by
-// tool name and arguments (TanStack AI's toolCacheMiddleware, core.md §4.7).
+// tool name and arguments (TanStack AI's toolCacheMiddleware, docs/engine.md §9).
 //
 // A call whose key has a fresh entry is not executed: OnBeforeToolCall
 // answers chat.Skip(result). A stale entry is deleted when it is looked up.
@@ -226,7 +226,7 @@ func logErr(ctx *chat.Context, op, tool string, err error) {
 }
 
 // normalizeArgs makes the engine's and the raw arguments agree: JSON that
-// is neither an object nor an array runs the tool with {} (core.md §5.2),
+// is neither an object nor an array runs the tool with {} (docs/engine.md §8),
 // so it keys as {}.
 func normalizeArgs(args json.RawMessage) json.RawMessage {
 	b := bytes.TrimSpace(args)

@@ -3,7 +3,7 @@
 //
 // Why hand-written rather than anthropic-sdk-go/v2: the SDK brings 73
 // modules, its Accumulate merged cache usage wrongly for a long time
-// (go-anchors.md §2), and the adapter only needs one POST, an SSE reader
+// (docs/engine.md §11), and the adapter only needs one POST, an SSE reader
 // and an accumulator of content blocks. Events are decoded with the
 // repository's JSON scanner straight into AG-UI chunks.
 //

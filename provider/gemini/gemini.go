@@ -3,7 +3,7 @@
 //
 // Why hand-written rather than google.golang.org/genai: the SDK brings 72
 // modules and decodes every chunk through map[string]any, which allocates
-// heavily (go-anchors.md §2); the adapter needs one POST with alt=sse and
+// heavily (docs/engine.md §11); the adapter needs one POST with alt=sse and
 // its own decoding of a handful of fields.
 //
 // Function calls arrive whole; each becomes TOOL_CALL_START (with

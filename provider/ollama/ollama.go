@@ -3,7 +3,7 @@
 //
 // Why hand-written rather than github.com/ollama/ollama/api: importing it
 // pulls 105 modules and it preallocates an 8 MiB scan buffer per call
-// (go-anchors.md §2). The stream is one JSON object per line; the adapter
+// (docs/engine.md §11). The stream is one JSON object per line; the adapter
 // reads lines with a lazily grown buffer and decodes the few fields it
 // needs.
 //

@@ -4,7 +4,7 @@
 // Why hand-written rather than openai-go/v3: the official SDK pulls in 34
 // modules (the Azure and AWS SDKs among them), decodes every stream event
 // into large union structs, and its ChatCompletionAccumulator breaks against
-// "compatible" servers (go-anchors.md §2). The adapter needs one POST, an
+// "compatible" servers (docs/engine.md §11). The adapter needs one POST, an
 // SSE reader and its own accumulators; written against net/http and the
 // repository's allocation-conscious JSON scanner it translates a stream
 // chunk into AG-UI events in well under 2 µs, and the same code serves

@@ -11,7 +11,6 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
-	"github.com/goai-sdk/goai/internal/jsonlex"
 )
 
 // Adapter replays a scenario's turns, one per ChatStream call, across every
@@ -97,7 +96,6 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 		}
 		if a.sc.lazyTurns != nil {
 			var ev agui.Event
-			var s jsonlex.Scanner
 			for i, it := range a.sc.lazyTurns[n] {
 				if it.delay > 0 {
 					if !pause(it.delay) {
@@ -105,8 +103,7 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 					}
 					continue
 				}
-				s.Reset(it.raw)
-				if err := agui.DecodeEvent(&s, &ev); err != nil {
+				if err := agui.DecodeEvent(it.raw, &ev); err != nil {
 					yield(agui.Event{}, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
 					return
 				}

@@ -218,14 +218,16 @@ func parseTurns(s *jsonlex.Scanner, sc *Scenario, lazy bool) error {
 					continue
 				}
 				target = &scratch
-				if err := agui.DecodeEvent(jsonlex.New(raw), target); err != nil {
+				if err := agui.DecodeEvent(raw, target); err != nil {
 					return fmt.Errorf("turns[%d][%d]: %w", ti, ci, err)
 				}
 				if target.Type != "" {
 					lturn = append(lturn, lazyItem{raw: raw})
 					continue
 				}
-			} else if err := agui.DecodeEvent(s, target); err != nil {
+			} else if raw, err := s.Raw(); err != nil {
+				return fmt.Errorf("turns[%d][%d]: %w", ti, ci, err)
+			} else if err := agui.DecodeEvent(raw, target); err != nil {
 				return fmt.Errorf("turns[%d][%d]: %w", ti, ci, err)
 			}
 			if lazy {

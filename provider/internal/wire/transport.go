@@ -1,6 +1,6 @@
 // Package wire holds what the provider adapters share: the HTTP transport
 // with retries before the first byte, the SSE and NDJSON readers, the
-// AG-UI turn emitter that enforces the adapter grammar (core.md §2.4), and
+// AG-UI turn emitter that enforces the adapter grammar (docs/engine.md §1), and
 // small JSON helpers for the hot decode path.
 package wire
 

@@ -131,7 +131,7 @@ func Types(evs []agui.Event) []string {
 	return out
 }
 
-// CheckGrammar asserts the adapter grammar of core.md §2.4.
+// CheckGrammar asserts the adapter grammar of docs/engine.md §1.
 func CheckGrammar(t testing.TB, evs []agui.Event) {
 	t.Helper()
 	if len(evs) == 0 || evs[0].Type != agui.RunStarted {
