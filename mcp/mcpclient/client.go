@@ -83,6 +83,9 @@ type Client struct {
 	srv    Server
 	log    *slog.Logger
 	client *mcp.Client
+	// transport is the client's own connection pool when Server.HTTPClient
+	// is nil.
+	transport *http.Transport
 
 	// ctx ends background work (tool list refreshes) when the client closes.
 	ctx    context.Context
@@ -104,12 +107,18 @@ type session struct {
 	proc *process // nil for HTTP
 }
 
-func (s *session) close() error {
-	err := s.cs.Close()
+// close ends the session; a stdio server gets grace to exit on its own
+// before its process group is killed.
+func (s *session) close(grace time.Duration) error {
 	if s.proc != nil {
-		s.proc.kill()
+		// Reap the server first when it gets no grace: closing the session
+		// would otherwise wait for it.
+		if grace == 0 {
+			s.proc.kill(0)
+		}
+		defer s.proc.kill(grace)
 	}
-	return err
+	return s.cs.Close()
 }
 
 // Connect starts or dials the server, completes the MCP handshake and
@@ -135,12 +144,17 @@ func Connect(ctx context.Context, srv Server) (*Client, error) {
 	}
 	c := &Client{srv: srv, log: log.With("mcp_server", srv.Name), changed: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if srv.URL != "" && srv.HTTPClient == nil {
+		// Our own pool, so Close leaves no idle connection behind.
+		c.transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
 	c.client = mcp.NewClient(&mcp.Implementation{Name: "goai", Version: "1.0.0"}, &mcp.ClientOptions{
 		Logger:                 c.log,
 		ToolListChangedHandler: c.onToolListChanged,
 	})
 	if _, err := c.connect(ctx); err != nil {
 		c.cancel()
+		c.closeIdle()
 		return nil, err
 	}
 	return c, nil
@@ -177,10 +191,17 @@ func (c *Client) Close() error {
 	c.cancel()
 	var err error
 	if s != nil {
-		err = s.close()
+		err = s.close(gracePeriod)
 	}
 	c.wg.Wait()
+	c.closeIdle()
 	return err
+}
+
+func (c *Client) closeIdle() {
+	if c.transport != nil {
+		c.transport.CloseIdleConnections()
+	}
 }
 
 // connect returns the live session, dialing a new one if there is none.
@@ -204,13 +225,13 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	}
 	tools, err := c.list(ctx, s)
 	if err != nil {
-		s.close()
+		s.close(0)
 		return nil, c.connectError(ctx, err)
 	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		s.close()
+		s.close(0)
 		return nil, fmt.Errorf("mcp server %q: client closed", c.srv.Name)
 	}
 	c.sess = s
@@ -236,14 +257,14 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 		t := &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: c.srv.MaxMessageBytes}
 		cs, err := c.client.Connect(ctx, t, nil)
 		if err != nil {
-			p.kill()
+			p.kill(0)
 			return nil, fmt.Errorf("handshake with %q: %w", c.srv.Command[0], err)
 		}
 		return &session{cs: cs, proc: p}, nil
 	}
 	hc := c.srv.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		hc = &http.Client{Transport: c.transport}
 	}
 	hc = &http.Client{
 		Transport:     &limitTransport{base: hc.Transport, header: c.srv.Header, max: int64(c.srv.MaxMessageBytes)},
@@ -389,7 +410,8 @@ func (c *Client) drop(s *session) {
 		c.sess = nil
 	}
 	c.mu.Unlock()
-	if err := s.close(); err != nil {
+	// A broken server gets no grace.
+	if err := s.close(0); err != nil {
 		c.log.Debug("mcp session close", "err", err)
 	}
 }

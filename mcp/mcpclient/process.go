@@ -71,17 +71,16 @@ func startProcess(srv Server, log *slog.Logger) (*process, error) {
 	return p, nil
 }
 
-// kill closes stdin, gives the server gracePeriod to exit, then kills its
-// whole process group and waits for it to be reaped.
-func (p *process) kill() {
+// kill closes stdin, gives the server grace to exit, then kills its whole
+// process group and waits for it to be reaped.
+func (p *process) kill(grace time.Duration) {
 	p.once.Do(func() {
 		_ = p.stdin.Close()
-		t := time.NewTimer(gracePeriod)
+		t := time.NewTimer(grace)
 		select {
 		case <-p.done:
 		case <-t.C:
 		}
-		t.Stop()
 		// The leader may be gone while its children live on: the group
 		// outlives its leader, so signal it either way.
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
