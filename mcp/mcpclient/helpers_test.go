@@ -239,4 +239,3 @@ func gone(t *testing.T, pgid int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
