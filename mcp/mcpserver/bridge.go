@@ -36,79 +36,109 @@ type BridgeOptions struct {
 	Logger         *slog.Logger
 }
 
-// Bridge is a running tool bridge: an MCP server on a port chosen by the
-// kernel, answering only requests that carry its bearer token.
-type Bridge struct {
-	// URL is what the sandbox is given: http://<host>:<port>/mcp.
+// HTTPServer is an MCP server on Streamable HTTP that answers only requests
+// carrying its bearer token.
+type HTTPServer struct {
+	// URL is the endpoint: http://<host>:<port>/mcp.
 	URL   string
 	token string
+	mcp   *mcp.Server
 	srv   *http.Server
 	done  chan struct{}
 }
 
 // Token is the bearer token. Write it to a file the agent reads (never to
-// argv or a log); a Bridge's String and LogValue leave it out.
-func (b *Bridge) Token() string { return b.token }
+// argv or a log); String and LogValue leave it out.
+func (b *HTTPServer) Token() string { return b.token }
 
-func (b *Bridge) String() string { return "mcp bridge " + b.URL }
+func (b *HTTPServer) String() string { return "mcp server " + b.URL }
 
 // LogValue keeps the token out of structured logs.
-func (b *Bridge) LogValue() slog.Value { return slog.StringValue(b.String()) }
+func (b *HTTPServer) LogValue() slog.Value { return slog.StringValue(b.String()) }
 
-// StartBridge serves specs as the MCP server "tanstack". The listener binds
-// port 0 on loopback (or every interface with Remote); the token is 24
-// random bytes in hex, compared in constant time; a request without it gets
-// 401. Close stops it.
-func StartBridge(specs []chat.ToolSpec, opts BridgeOptions) (*Bridge, error) {
+// StartBridge serves specs as the MCP server "tanstack" on port 0 of
+// loopback (every interface with Remote) behind a fresh token.
+func StartBridge(specs []chat.ToolSpec, opts BridgeOptions) (*HTTPServer, error) {
 	srv, err := NewFromSpecs(specs, Options{Name: BridgeServerName, Version: "1.0.0", Call: opts.Call, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
-	var raw [24]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return nil, fmt.Errorf("mcpserver: bridge token: %w", err)
-	}
-	token := hex.EncodeToString(raw[:])
-	bind, host := "127.0.0.1", opts.HostForSandbox
+	addr := "127.0.0.1:0"
 	if opts.Remote {
-		bind = "0.0.0.0"
+		addr = "0.0.0.0:0"
 	}
-	if host == "" {
-		host = "127.0.0.1"
+	return Listen(srv, ListenOptions{Addr: addr, HostForSandbox: opts.HostForSandbox, Logger: opts.Logger})
+}
+
+// ListenOptions configure Listen.
+type ListenOptions struct {
+	// Addr is the listen address, "127.0.0.1:0" by default.
+	Addr string
+	// Token is the bearer token; empty means 24 random bytes in hex.
+	Token string
+	// HostForSandbox is the host put in URL; the listener's own host by
+	// default (127.0.0.1 for an unspecified address).
+	HostForSandbox string
+	Logger         *slog.Logger
+}
+
+// Listen serves srv over Streamable HTTP at /mcp. The token is compared in
+// constant time; a request without it gets 401. Close stops it.
+func Listen(srv *mcp.Server, opts ListenOptions) (*HTTPServer, error) {
+	token := opts.Token
+	if token == "" {
+		var raw [24]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return nil, fmt.Errorf("mcpserver: token: %w", err)
+		}
+		token = hex.EncodeToString(raw[:])
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(bind, "0"))
+	addr := opts.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("mcpserver: bridge listener: %w", err)
+		return nil, fmt.Errorf("mcpserver: listen: %w", err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
+	tcp := ln.Addr().(*net.TCPAddr)
+	host := opts.HostForSandbox
+	if host == "" {
+		host = tcp.IP.String()
+		if tcp.IP.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger: log,
-		// The token is the protection; a sandbox calls with its own Host.
-		DisableLocalhostProtection: opts.Remote,
+		// Off loopback the token is the protection: a sandbox calls with
+		// its own Host header (host.docker.internal).
+		DisableLocalhostProtection: !tcp.IP.IsLoopback(),
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", RequireBearer(token, h))
-	b := &Bridge{
-		URL:   "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/mcp",
+	b := &HTTPServer{
+		URL:   "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port)) + "/mcp",
 		token: token,
+		mcp:   srv,
 		srv:   &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)},
 		done:  make(chan struct{}),
 	}
 	go func() {
 		defer close(b.done)
 		if err := b.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("mcp bridge stopped", "err", err)
+			log.Warn("mcp server stopped", "err", err)
 		}
 	}()
 	return b, nil
 }
 
-// Close stops the bridge, ending its open streams.
-func (b *Bridge) Close() error {
+// Close stops the server, ending its open streams.
+func (b *HTTPServer) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := b.srv.Shutdown(ctx)
@@ -116,6 +146,10 @@ func (b *Bridge) Close() error {
 		err = b.srv.Close()
 	}
 	<-b.done
+	// Sessions whose client never said goodbye would live on.
+	for ss := range b.mcp.Sessions() {
+		_ = ss.Close()
+	}
 	return err
 }
 
