@@ -14,7 +14,6 @@ import (
 	"github.com/goai-sdk/goai/sandbox"
 )
 
-
 // ListFilesInput is list_files' input.
 type ListFilesInput struct {
 	Path      string `json:"path,omitempty" jsonschema:"directory relative to the workspace root; default the root"`
