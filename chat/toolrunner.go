@@ -139,7 +139,7 @@ func (t toolRunner) before(name string, args json.RawMessage) (*Tool, agui.ToolC
 		return nil, tc, nil, ToolResult{}, false, fmt.Errorf("%s is a client tool: only the chat client can run it", name)
 	}
 	tc = agui.ToolCall{ID: newID("bridge"), Type: "function", Function: agui.FunctionCall{Name: name, Arguments: string(input)}}
-	if tool.NeedsApproval {
+	if tool.approvalNeeded(string(input)) {
 		// A bridged call cannot pause the run for a decision; only one
 		// already recorded lets it through.
 		d, decided := r.approval(tc.ID)

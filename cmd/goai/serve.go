@@ -29,6 +29,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	wire := fs.String("wire", envOr("GOAI_WIRE", "agui"), "wire profile: agui or tanstack")
 	storeURL := fs.String("store", envOr("GOAI_STORE", "sqlite:.goai/goai.db"), "run store: sqlite:PATH, postgres://..., or none")
 	agentCfg := addAgentFlags(fs)
+	mcpServers := addMCPFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -49,6 +50,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	build = ag.wrap(build)
+	mcpt, err := openMCP(ctx, *mcpServers, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
+	defer mcpt.close()
+	build = mcpt.wrap(build)
 	store, closeStore, err := openStore(ctx, *storeURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "goai serve:", err)

@@ -30,11 +30,16 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// New returns an MCP server offering tools. A tool whose input schema is
-// not an object schema is offered with an empty object schema; a string
-// result is sent as is, multimodal parts as MCP content blocks, anything
-// else as JSON text; a failing tool answers isError with "Tool execution
-// failed: <msg>"; an unknown tool is a JSON-RPC error "Unknown tool: <name>".
+// New returns an MCP server offering tools, each call running the tool's
+// own Execute. A tool whose input schema is not an object schema is offered
+// with an empty object schema; a string result is sent as is, multimodal
+// parts as MCP content blocks, anything else as JSON text; a failing tool
+// answers isError with "Tool execution failed: <msg>"; an unknown tool is a
+// JSON-RPC error "Unknown tool: <name>".
+//
+// A call that needs approval (NeedsApproval, NeedsApprovalFor) is put to
+// the client's user through MCP elicitation and runs only if accepted; a
+// client without elicitation gets an isError answer saying so.
 func New(tools []*chat.Tool, opts Options) (*mcp.Server, error) {
 	specs := make([]chat.ToolSpec, 0, len(tools))
 	byName := make(map[string]*chat.Tool, len(tools))
@@ -54,10 +59,39 @@ func New(tools []*chat.Tool, opts Options) (*mcp.Server, error) {
 			if t.Execute == nil {
 				return nil, fmt.Errorf("%s is a client tool: only the chat client can run it", name)
 			}
+			if t.NeedsApproval || (t.NeedsApprovalFor != nil && t.NeedsApprovalFor(args)) {
+				if err := approve(ctx, name, args); err != nil {
+					return nil, err
+				}
+			}
 			return t.Execute(ctx, args)
 		}
 	}
 	return NewFromSpecs(specs, opts)
+}
+
+type sessionKey struct{}
+
+// approve asks the client's user, through elicitation, to allow one call.
+func approve(ctx context.Context, name string, args json.RawMessage) error {
+	ss, _ := ctx.Value(sessionKey{}).(*mcp.ServerSession)
+	if ss == nil {
+		return fmt.Errorf("%s needs approval, and there is no client to ask", name)
+	}
+	if p := ss.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return fmt.Errorf("%s needs approval, and this MCP client cannot be asked (it does not support elicitation); allow the call in the server's policy", name)
+	}
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
+		Message:         fmt.Sprintf("Allow %s with %s?", name, args),
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+	})
+	if err != nil {
+		return fmt.Errorf("%s needs approval: asking the client failed: %w", name, err)
+	}
+	if res.Action != "accept" {
+		return fmt.Errorf("User declined tool execution (%s)", res.Action)
+	}
+	return nil
 }
 
 // NewFromSpecs is New for tools known by their specs (what an adapter sees
@@ -86,6 +120,7 @@ func NewFromSpecs(specs []chat.ToolSpec, opts Options) (*mcp.Server, error) {
 		name, call := s.Name, opts.Call
 		srv.AddTool(&mcp.Tool{Name: s.Name, Description: s.Description, InputSchema: objectSchema(s.InputSchema)},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				ctx = context.WithValue(ctx, sessionKey{}, req.Session)
 				return callTool(ctx, call, name, req.Params.Arguments), nil
 			})
 	}
