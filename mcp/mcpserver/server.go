@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -59,44 +60,26 @@ func New(tools []*chat.Tool, opts Options) (*mcp.Server, error) {
 			if t.Execute == nil {
 				return nil, fmt.Errorf("%s is a client tool: only the chat client can run it", name)
 			}
-			if t.NeedsApproval || (t.NeedsApprovalFor != nil && t.NeedsApprovalFor(args)) {
-				if err := approve(ctx, name, args); err != nil {
-					return nil, err
-				}
-			}
 			return t.Execute(ctx, args)
 		}
 	}
-	return NewFromSpecs(specs, opts)
-}
-
-type sessionKey struct{}
-
-// approve asks the client's user, through elicitation, to allow one call.
-func approve(ctx context.Context, name string, args json.RawMessage) error {
-	ss, _ := ctx.Value(sessionKey{}).(*mcp.ServerSession)
-	if ss == nil {
-		return fmt.Errorf("%s needs approval, and there is no client to ask", name)
+	needs := func(name string, args json.RawMessage) bool {
+		t := byName[name]
+		return t != nil && (t.NeedsApproval || (t.NeedsApprovalFor != nil && t.NeedsApprovalFor(args)))
 	}
-	if p := ss.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
-		return fmt.Errorf("%s needs approval, and this MCP client cannot be asked (it does not support elicitation); allow the call in the server's policy", name)
-	}
-	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
-		Message:         fmt.Sprintf("Allow %s with %s?", name, args),
-		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
-	})
-	if err != nil {
-		return fmt.Errorf("%s needs approval: asking the client failed: %w", name, err)
-	}
-	if res.Action != "accept" {
-		return fmt.Errorf("User declined tool execution (%s)", res.Action)
-	}
-	return nil
+	return newServer(specs, opts, needs)
 }
 
 // NewFromSpecs is New for tools known by their specs (what an adapter sees
 // in chat.Request.Tools), run by opts.Call, which is required.
 func NewFromSpecs(specs []chat.ToolSpec, opts Options) (*mcp.Server, error) {
+	return newServer(specs, opts, nil)
+}
+
+// approvalRequest is the id of the input request that asks for approval.
+const approvalRequest = "approval"
+
+func newServer(specs []chat.ToolSpec, opts Options, needsApproval func(name string, args json.RawMessage) bool) (*mcp.Server, error) {
 	if opts.Call == nil {
 		return nil, fmt.Errorf("mcpserver: Options.Call is required with tool specs")
 	}
@@ -120,12 +103,38 @@ func NewFromSpecs(specs []chat.ToolSpec, opts Options) (*mcp.Server, error) {
 		name, call := s.Name, opts.Call
 		srv.AddTool(&mcp.Tool{Name: s.Name, Description: s.Description, InputSchema: objectSchema(s.InputSchema)},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				ctx = context.WithValue(ctx, sessionKey{}, req.Session)
-				return callTool(ctx, call, name, req.Params.Arguments), nil
+				args := req.Params.Arguments
+				if needsApproval != nil && needsApproval(name, args) {
+					if res := approve(req, name); res != nil {
+						return res, nil
+					}
+				}
+				return callTool(ctx, call, name, args), nil
 			})
 	}
 	srv.AddReceivingMiddleware(unknownTool(known))
 	return srv, nil
+}
+
+// approve puts a call to the client's user through elicitation (a
+// multi-round-trip input request, which the SDK turns into a plain
+// elicitation request for clients of older protocol versions). It returns
+// nil once the user accepted, else the result to answer with.
+func approve(req *mcp.CallToolRequest, name string) *mcp.CallToolResult {
+	if p := req.Session.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return failed(fmt.Errorf("%s needs approval, and this MCP client cannot be asked (it does not support elicitation); allow the call in the server's policy", name))
+	}
+	resp, ok := req.Params.InputResponses[approvalRequest]
+	if !ok {
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalRequest: &mcp.ElicitParams{
+			Message:         fmt.Sprintf("Allow %s with %s?", name, req.Params.Arguments),
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+		}}}
+	}
+	if er, _ := resp.(*mcp.ElicitResult); er == nil || er.Action != "accept" {
+		return failed(errors.New("User declined tool execution"))
+	}
+	return nil
 }
 
 // unknownTool answers a call to a tool that is not offered with the error
