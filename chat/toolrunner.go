@@ -37,6 +37,12 @@ type UnknownToolError struct{ Name string }
 
 func (e *UnknownToolError) Error() string { return "Unknown tool: " + e.Name }
 
+// wireError carries a message whose wording the engine also uses in tool
+// results, capital letter included.
+type wireError string
+
+func (e wireError) Error() string { return string(e) }
+
 // ErrNotStreaming is returned by RunTool outside a model turn.
 var ErrNotStreaming = errors.New("chat: bridged tool calls are accepted only while the adapter streams a model turn")
 
@@ -86,7 +92,7 @@ func (t toolRunner) RunTool(ctx context.Context, name string, args json.RawMessa
 	if !proceed {
 		return toolOutcome(res)
 	}
-	v, runErr, dur := t.execute(ctx, tool, tc, input)
+	v, dur, runErr := t.execute(ctx, tool, tc, input)
 	r.bridge.mu.Lock()
 	defer r.bridge.mu.Unlock()
 	if !r.bridge.open {
@@ -130,10 +136,10 @@ func (t toolRunner) before(name string, args json.RawMessage) (*Tool, agui.ToolC
 	}
 	input, ok := parseArgs(argsText)
 	if !ok {
-		return nil, tc, nil, ToolResult{}, false, fmt.Errorf("Failed to parse tool arguments as JSON: %s", argsText)
+		return nil, tc, nil, ToolResult{}, false, wireError("Failed to parse tool arguments as JSON: " + argsText)
 	}
 	if err := tool.validate(input); err != nil {
-		return nil, tc, nil, ToolResult{}, false, fmt.Errorf("Input validation failed for tool %s: %v", name, err)
+		return nil, tc, nil, ToolResult{}, false, wireError(fmt.Sprintf("Input validation failed for tool %s: %v", name, err))
 	}
 	if tool.Execute == nil {
 		return nil, tc, nil, ToolResult{}, false, fmt.Errorf("%s is a client tool: only the chat client can run it", name)
@@ -157,7 +163,7 @@ func (t toolRunner) before(name string, args json.RawMessage) (*Tool, agui.ToolC
 
 // execute runs the tool with the run's tool-call context; its CUSTOM events
 // are queued for the run goroutine.
-func (t toolRunner) execute(ctx context.Context, tool *Tool, tc agui.ToolCall, input json.RawMessage) (v any, err error, dur time.Duration) {
+func (t toolRunner) execute(ctx context.Context, tool *Tool, tc agui.ToolCall, input json.RawMessage) (v any, dur time.Duration, err error) {
 	r := t.r
 	call := &ToolCall{ID: tc.ID, UserContext: r.opts.UserContext, Run: r.mctx}
 	call.emit = func(name string, value map[string]any) {
@@ -185,7 +191,7 @@ func (t toolRunner) execute(ctx context.Context, tool *Tool, tc agui.ToolCall, i
 	if raw, ok := v.(json.RawMessage); ok {
 		v = decodeResult(raw)
 	}
-	return v, err, 0
+	return v, 0, err
 }
 
 // toolOutcome turns a result OnBeforeToolCall chose (a cache hit, a skip)

@@ -258,3 +258,22 @@ func TestMCPServeHTTP(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func FuzzParseMCPSpec(f *testing.F) {
+	for _, s := range []string{"a=cmd x", `b=sh -c 'echo "hi"'`, "c=http://127.0.0.1:1/mcp", `d=a\ b "c d" 'e\'`, "=", "x=\"", "y=\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		servers, err := parseMCPServers([]string{v}, "", func(string) string { return "" }, nil)
+		if err != nil {
+			return
+		}
+		if len(servers) != 1 {
+			t.Fatalf("%q: %d servers", v, len(servers))
+		}
+		s := servers[0]
+		if !validMCPName(s.Name) || (s.URL == "") == (len(s.Command) == 0) {
+			t.Fatalf("%q: accepted %+v", v, s)
+		}
+	})
+}

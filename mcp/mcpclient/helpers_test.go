@@ -26,6 +26,10 @@ import (
 // GOAI_FAKE_MCP set it serves that mode instead of running tests.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("GOAI_FAKE_MCP"); mode != "" {
+		if mode == "goai" {
+			serveGoai()
+			return
+		}
 		fakeServer(mode, os.Getenv("GOAI_FAKE_MCP_STATE"))
 		return
 	}

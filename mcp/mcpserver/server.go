@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -76,6 +75,13 @@ func NewFromSpecs(specs []chat.ToolSpec, opts Options) (*mcp.Server, error) {
 	return newServer(specs, opts, nil)
 }
 
+// errDeclined is the engine's wording for a denied approval.
+var errDeclined = declinedError{}
+
+type declinedError struct{}
+
+func (declinedError) Error() string { return "User declined tool execution" }
+
 // approvalRequest is the id of the input request that asks for approval.
 const approvalRequest = "approval"
 
@@ -132,7 +138,7 @@ func approve(req *mcp.CallToolRequest, name string) *mcp.CallToolResult {
 		}}}
 	}
 	if er, _ := resp.(*mcp.ElicitResult); er == nil || er.Action != "accept" {
-		return failed(errors.New("User declined tool execution"))
+		return failed(errDeclined)
 	}
 	return nil
 }
@@ -143,7 +149,7 @@ func unknownTool(known map[string]bool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil && !known[r.Params.Name] {
-				return nil, fmt.Errorf("Unknown tool: %s", r.Params.Name)
+				return nil, &chat.UnknownToolError{Name: r.Params.Name}
 			}
 			return next(ctx, method, req)
 		}

@@ -303,3 +303,15 @@ func direct(tools []*chat.Tool) CallFunc {
 		return nil, errors.New("unreachable")
 	}
 }
+
+func FuzzObjectSchema(f *testing.F) {
+	for _, s := range []string{`{"type":"object","properties":{"a":{"type":"string"}}}`, `{"type":"string"}`, `[]`, `null`, ``, `{"type":["object"]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var m map[string]any
+		if err := json.Unmarshal(objectSchema(raw), &m); err != nil || m["type"] != "object" {
+			t.Fatalf("%q -> %s", raw, objectSchema(raw))
+		}
+	})
+}
