@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/mcp/mcpserver"
+	"github.com/goai-sdk/goai/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
@@ -276,4 +280,37 @@ func FuzzParseMCPSpec(f *testing.F) {
 			t.Fatalf("%q: accepted %+v", v, s)
 		}
 	})
+}
+
+// goai serve's options gain the MCP tools of GOAI_MCP (here goai's own MCP
+// server behind a token read from the environment).
+func TestServeWrapsMCPTools(t *testing.T) {
+	srv, err := mcpserver.New([]*chat.Tool{chat.NewTool("ping", "Pings", func(context.Context, struct{}) (string, error) { return "pong", nil })}, mcpserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := mcpserver.Listen(srv, mcpserver.ListenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	t.Setenv("TEST_MCP_TOKEN", hs.Token())
+	t.Setenv("GOAI_MCP", `[{"name":"own","url":"`+hs.URL+`","headers":{"Authorization":"Bearer ${TEST_MCP_TOKEN}"}}]`)
+	m, err := openMCP(context.Background(), nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	base := chat.NewTool("local", "Local", func(context.Context, struct{}) (string, error) { return "", nil })
+	build := m.wrap(func(*server.Request) (chat.Options, error) { return chat.Options{Tools: []*chat.Tool{base}}, nil })
+	opts, err := build(&server.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opts.Tools) != 2 || opts.Tools[0].Name != "local" || opts.Tools[1].Name != "own__ping" {
+		t.Fatalf("tools: %v", opts.Tools)
+	}
+	if v, err := opts.Tools[1].Execute(context.Background(), json.RawMessage(`{}`)); err != nil || v != "pong" {
+		t.Fatalf("own__ping: %v %v", v, err)
+	}
 }
