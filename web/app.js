@@ -117,9 +117,15 @@ function markdown(src) {
 // ---- conversation view ----
 const views = { text: new Map(), tools: new Map() }; // messageId -> {el, text}; toolCallId -> view
 
+// follow keeps the newest content in view while the reader is at the
+// bottom of the page (a reader who scrolled up is left alone).
+let atBottom = true;
+window.addEventListener('scroll', () => { atBottom = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80; }, { passive: true });
+function follow() { if (atBottom) requestAnimationFrame(() => window.scrollTo(0, document.documentElement.scrollHeight)); }
+
 function clearLog() { logEl.textContent = ''; views.text.clear(); views.tools.clear(); }
 
-function addUser(text) { logEl.append(el('div', { class: 'msg user', text })); }
+function addUser(text) { logEl.append(el('div', { class: 'msg user', text })); follow(); }
 
 function textView(id) {
   let v = views.text.get(id);
@@ -131,7 +137,7 @@ function textView(id) {
   }
   return v;
 }
-function setText(v, text) { v.text = text; v.el.textContent = ''; v.el.append(markdown(text)); }
+function setText(v, text) { v.text = text; v.el.textContent = ''; v.el.append(markdown(text)); follow(); }
 
 function pretty(s) {
   try { return JSON.stringify(JSON.parse(s), null, 2); } catch { return s; }
@@ -148,6 +154,7 @@ function toolView(id, name) {
   renderSummary(v);
   views.tools.set(id, v);
   logEl.append(box);
+  follow();
   return v;
 }
 function renderSummary(v, status) {
@@ -172,8 +179,9 @@ function setResult(v, content, failed) {
   v.el.classList.toggle('failed', !!failed);
   v.el.querySelector('.approval')?.remove();
   renderSummary(v, failed ? '✗' : '✓');
-  // Short results stay open; long ones are collapsed.
-  v.el.open = shown.length < 400 && v.argText.length < 400;
+  // Short calls and failures stay open; long ones are collapsed.
+  v.el.open = !!failed || shown.length + v.argText.length < 160;
+  follow();
 }
 
 function addError(message, code) {
@@ -181,6 +189,7 @@ function addError(message, code) {
   const box = el('div', { class: 'msg error', role: 'alert' }, el('strong', { text: cancelled ? 'Stopped: ' : 'Error: ' }), message || 'the run failed');
   if (code) box.dataset.code = code;
   logEl.append(box);
+  follow();
 }
 
 // render draws hydrated UIMessages and rebuilds the wire history.
@@ -305,6 +314,7 @@ function drawDiff() {
   diffEl.textContent = '';
   const f = selected && files.get(selected);
   $('diff-title').textContent = selected ? 'Diff of ' + selected.replace(/^\/workspace\//, '') + ' since the baseline' : 'Diff';
+  diffEl.hidden = $('diff-title').hidden = !f;
   if (!f) return;
   if (!f.diff) { diffEl.append(f.status === 'delete' ? 'deleted' : 'no diff (yet)'); return; }
   for (const line of f.diff.replace(/\n$/, '').split('\n')) {
@@ -454,12 +464,15 @@ async function hydrate(attach) {
   if (!h.activeRun && last && (last.status === 'failed' || last.status === 'aborted')) {
     await rebuild(last);
     setState(last.error?.code === 'cancelled' ? 'cancelled' : 'error', last.error?.code === 'cancelled' ? 'cancelled' : 'error: ' + (last.error?.message || ''));
+  } else if (!h.activeRun && last && last.status === 'completed' && !currentRun) {
+    setState('finished');
   }
   if (h.interrupts && !h.activeRun) showApprovals(h.interrupts.runId, JSON.parse(JSON.stringify(h.interrupts.pending)));
   if (h.activeRun && attach) {
     // Re-attach: the log from its start fills in the run so far, then
     // follows it live; the panel is first painted from the workspace.
     await loadWorkspace();
+    document.body.dataset.attached = h.activeRun.runId;
     await stream(h.activeRun.runId, await api('/api/chat?runId=' + encodeURIComponent(h.activeRun.runId) + '&offset=-1'));
     return;
   }
@@ -522,7 +535,7 @@ async function start() {
   setState('idle', 'ready');
   await hydrate(true);
   if (initial && initial.trim() && !currentRun && !pending) await send(initial.trim());
-  if (runState === 'idle') setState('idle', 'ready');
+  if (runState === 'idle' || runState === 'loading') setState('idle', 'ready');
   document.body.dataset.done = 'true';
   input.focus();
 }
