@@ -187,15 +187,22 @@ func anyContains(list []string, sub string) bool {
 // sandbox.file and sandbox.file.diff, the approval interrupt; the resumed
 // run executes the command; the files are in the thread's workspace.
 func TestServeDemoAgent(t *testing.T) {
-	for _, kind := range []string{"local", "bwrap"} {
+	for _, kind := range []string{"local", "bwrap", "docker"} {
 		t.Run(kind, func(t *testing.T) {
-			if kind == "bwrap" && !bwrapWorks(context.Background()) {
+			args := []string{"--model", "demo", "--sandbox", kind}
+			switch {
+			case kind == "bwrap" && !bwrapWorks(context.Background()):
 				if os.Getenv("CI") != "" {
 					t.Fatal("bubblewrap must work in CI (scripts/setup-sandbox.sh)")
 				}
 				t.Skip("bubblewrap does not work here")
+			case kind == "docker":
+				if os.Getenv("GOAI_TEST_DOCKER") == "" {
+					t.Skip("GOAI_TEST_DOCKER is not set; `eval \"$(scripts/setup-docker.sh)\"` starts dockerd and builds the test image")
+				}
+				args = append(args, "--docker-image", envOr("GOAI_TEST_DOCKER_IMAGE", "goai-sandbox-test:1"))
 			}
-			base, data := startServe(t, "--model", "demo", "--sandbox", kind)
+			base, data := startServe(t, args...)
 			var info serverInfo
 			getJSON(t, base+"/api/info", &info)
 			if info != (serverInfo{Model: "offline demo", Wire: "agui", Store: "sqlite:" + filepath.Join(data, "goai.db"), Sandbox: kind, Demo: true}) {
