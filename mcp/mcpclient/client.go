@@ -284,6 +284,7 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 func (c *Client) list(ctx context.Context, s *session) ([]*chat.Tool, error) {
 	var tools []*chat.Tool
 	seen := map[string]bool{}
+	offered := map[string]string{} // model-facing name -> server's name
 	for t, err := range s.cs.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("listing tools: %w", err)
@@ -299,6 +300,10 @@ func (c *Client) list(ctx context.Context, s *session) ([]*chat.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
+		if other, dup := offered[ct.Name]; dup {
+			return nil, fmt.Errorf("listing tools: %q and %q both become the tool name %q", other, t.Name, ct.Name)
+		}
+		offered[ct.Name] = t.Name
 		tools = append(tools, ct)
 	}
 	return tools, nil
@@ -309,6 +314,7 @@ func (c *Client) tool(t *mcp.Tool) (*chat.Tool, error) {
 	if c.srv.Prefix {
 		name = c.srv.Name + "__" + t.Name
 	}
+	name = modelToolName(name)
 	ct := &chat.Tool{Name: name, Description: t.Description, Metadata: map[string]any{"mcpServer": c.srv.Name, "mcpTool": t.Name}}
 	if ct.Description == "" {
 		ct.Description = t.Title
@@ -329,6 +335,22 @@ func (c *Client) tool(t *mcp.Tool) (*chat.Tool, error) {
 		return c.Call(ctx, remote, args)
 	}
 	return ct, nil
+}
+
+// modelToolName makes name acceptable to every provider (letters, digits,
+// '_' and '-', at most 64 characters); the server is still called by its
+// own name.
+func modelToolName(name string) string {
+	b := []byte(name)
+	for i, ch := range b {
+		if !(ch == '_' || ch == '-' || ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
 }
 
 func (c *Client) setToolsLocked(tools []*chat.Tool) {

@@ -216,7 +216,10 @@ func TestHugeResultIsBounded(t *testing.T) {
 	}
 }
 
-func TestHugeHTTPResultIsBounded(t *testing.T) {
+// fakeHTTP is a minimal Streamable HTTP MCP server (JSON responses) whose
+// tools/call is answered by call.
+func fakeHTTP(t *testing.T, call func(w http.ResponseWriter, r *http.Request, id json.RawMessage)) string {
+	t.Helper()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			ID     json.RawMessage `json:"id"`
@@ -240,20 +243,27 @@ func TestHugeHTTPResultIsBounded(t *testing.T) {
 		case "tools/list":
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"big","inputSchema":{"type":"object"}}]}}`, req.ID)
 		case "tools/call":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, req.ID)
-			chunk := strings.Repeat("x", 1<<20)
-			for range 100 {
-				if _, err := w.Write([]byte(chunk)); err != nil {
-					return
-				}
-			}
-			fmt.Fprint(w, `"}]}}`)
+			call(w, r, req.ID)
 		default:
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, req.ID)
 		}
 	}))
-	defer ts.Close()
-	c, err := Connect(context.Background(), Server{Name: "big", URL: ts.URL, MaxMessageBytes: 1 << 20, CallTimeout: 30 * time.Second})
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+func TestHugeHTTPResultIsBounded(t *testing.T) {
+	url := fakeHTTP(t, func(w http.ResponseWriter, _ *http.Request, id json.RawMessage) {
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, id)
+		chunk := strings.Repeat("x", 1<<20)
+		for range 100 {
+			if _, err := w.Write([]byte(chunk)); err != nil {
+				return
+			}
+		}
+		fmt.Fprint(w, `"}]}}`)
+	})
+	c, err := Connect(context.Background(), Server{Name: "big", URL: url, MaxMessageBytes: 1 << 20, CallTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +271,23 @@ func TestHugeHTTPResultIsBounded(t *testing.T) {
 	_, err = c.Call(context.Background(), "big", nil)
 	if err == nil || !strings.Contains(err.Error(), `"big"`) {
 		t.Fatalf("want an error naming the server, got %v", err)
+	}
+}
+
+// An HTTP server that never answers a call: a tool error after the
+// timeout, and nothing left waiting.
+func TestHTTPNeverAnswers(t *testing.T) {
+	url := fakeHTTP(t, func(_ http.ResponseWriter, r *http.Request, _ json.RawMessage) {
+		<-r.Context().Done()
+	})
+	c, err := Connect(context.Background(), Server{Name: "mute", URL: url, CallTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	evs := runChat(t, c.Tools(), call{"c1", "big", `{}`})
+	if res := results(evs)["c1"]; !isErrorResult(res) || !strings.Contains(res.Content, "did not answer within 300ms") {
+		t.Fatalf("got %q", res.Content)
 	}
 }
 
@@ -315,6 +342,14 @@ func TestCloseKillsProcessGroup(t *testing.T) {
 	gone(t, pgid)
 	if _, err := c.Call(context.Background(), "twin", nil); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("call after close: %v", err)
+	}
+}
+
+func TestModelToolName(t *testing.T) {
+	for in, want := range map[string]string{"fs__read.file": "fs__read_file", "a b/c": "a_b_c", "ok-name_1": "ok-name_1", strings.Repeat("x", 70): strings.Repeat("x", 64)} {
+		if got := modelToolName(in); got != want {
+			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
 	}
 }
 
