@@ -322,6 +322,8 @@ func TestHangThenReconnect(t *testing.T) {
 				t.Fatalf("want a tool error, got %q", res.Content)
 			}
 			gone(t, first)
+			// Plenty of time for the fresh server on a loaded machine.
+			c.srv.CallTimeout = time.Minute
 			v, err := c.Call(context.Background(), "twin", nil)
 			if err != nil || v != "ok" {
 				t.Fatalf("after reconnect: %v %v", v, err)
