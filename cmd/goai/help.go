@@ -56,6 +56,7 @@ period to finish into their logs.`,
 				{"GOAI_STORE", "run store: sqlite:PATH, postgres://user:pass@host/db, or none for plain\nstreaming (--store; default sqlite:.goai/goai.db)"},
 				{"GOAI_LEASE", "producer lease; a run whose lease lapsed is reclaimed (default 15s)"},
 				{"GOAI_DETACHED_TTL", "a detached run older than this is cancelled; 0 never (default 30m)"},
+				{"GOAI_MCP", "MCP servers whose tools the model gets: NAME=COMMAND or NAME=URL per line,\nor a JSON list (--mcp, repeatable)"},
 			},
 			exec: serve,
 		},
@@ -76,6 +77,21 @@ the scenario format.`,
 			detail: `Prints one JSON line per file created, changed or deleted under DIR until
 interrupted, with a git diff against the baseline when --diff is given.`,
 			exec: watch,
+		},
+		{
+			name:     "mcp",
+			synopsis: "mcp serve [--stdio | --http ADDR] [--workspace DIR] [--sandbox local|bwrap|docker] [--policy FILE]",
+			summary:  "serve a sandbox's workspace tools over MCP (stdio or Streamable HTTP)",
+			detail: `Serves the workspace tools (list_files, read_file, write_file, edit_file,
+search, run_command) on one sandbox to any MCP client. Over HTTP every request
+needs the bearer token from GOAI_MCP_TOKEN, or a fresh one written to
+.goai/mcp-token (mode 0600).`,
+			env: []envVar{
+				{"GOAI_MCP_TOKEN", "bearer token for --http (default: generated into .goai/mcp-token)"},
+			},
+			exec: func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+				return mcpCommand(ctx, append([]string{"serve"}, args...), stdout, stderr)
+			},
 		},
 		{
 			name:     "mock-provider",

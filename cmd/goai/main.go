@@ -39,6 +39,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "watch":
 		return watch(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCommand(ctx, args[1:], stdout, stderr)
 	case "mock-provider":
 		return mockprovider.Main(ctx, args[1:], stdout, stderr)
 	case "version":

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
@@ -21,6 +22,7 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	path := fs.String("scenario", "", "scenario file (JSON); or give FILE as the argument")
 	format := fs.String("format", "sse", "wire format: sse or ndjson")
 	wire := fs.String("wire", "agui", "wire profile: agui or tanstack")
+	mcpServers := addMCPFlag(fs)
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
@@ -52,6 +54,13 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "goai run:", err)
 		return 2
 	}
+	mcpt, err := openMCP(ctx, *mcpServers, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		fmt.Fprintln(stderr, "goai run:", err)
+		return 2
+	}
+	defer mcpt.close()
+	opts.Tools = append(opts.Tools, mcpt.tools()...)
 	bw := bufio.NewWriterSize(stdout, 64<<10)
 	w := agui.NewWriter(bw, agui.WriterOptions{Format: f, Profile: p, ThreadID: sc.ThreadID, RunID: sc.RunID})
 	if _, werr := server.WriteRun(w, chat.Stream(ctx, opts)); werr != nil {
