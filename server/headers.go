@@ -48,10 +48,11 @@ func isJSON(contentType string) bool {
 // itself on failure.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	// The body is in (or failed): lift the guard's read deadline, which
-	// would otherwise end the request's context mid-stream.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if err != nil {
+		// The rest of the body is not worth waiting for: the connection
+		// closes after the answer (the read deadline stays, so discarding
+		// the unread body cannot hang on a slow client).
+		w.Header().Set("Connection", "close")
 		if isTimeout(err) {
 			writeError(w, http.StatusRequestTimeout, "body_timeout", "the request body was not received in time")
 			return nil, false
@@ -64,6 +65,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		writeError(w, http.StatusBadRequest, "bad_body", "reading request body: "+err.Error())
 		return nil, false
 	}
+	// The body is in: lift the guard's read deadline, which would
+	// otherwise end the request's context mid-stream.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	return body, true
 }
 

@@ -70,6 +70,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Tokens:         tokens,
 		AllowedOrigins: limits.allowedOrigins,
 		MaxRuns:        limits.maxRuns,
+		BodyTimeout:    limits.bodyTimeout,
 		Info: map[string]any{
 			"model": desc, "wire": profile, "store": storeKind(*storeURL),
 			"demo": *model == "" || *model == "demo",

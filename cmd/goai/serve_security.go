@@ -110,6 +110,7 @@ type serveLimits struct {
 	retention      time.Duration
 	allowedOrigins []string
 	allowedHosts   []string
+	bodyTimeout    time.Duration
 }
 
 func loadServeLimits(getenv func(string) string) (serveLimits, error) {
@@ -127,6 +128,13 @@ func loadServeLimits(getenv func(string) string) (serveLimits, error) {
 			return l, fmt.Errorf("GOAI_RETENTION: %w", err)
 		}
 		l.retention = d
+	}
+	if v := getenv("GOAI_BODY_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return l, fmt.Errorf("GOAI_BODY_TIMEOUT: want a positive duration, got %q", v)
+		}
+		l.bodyTimeout = d
 	}
 	l.allowedOrigins = splitList(getenv("GOAI_ALLOWED_ORIGINS"))
 	for _, o := range l.allowedOrigins {
