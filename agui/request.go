@@ -22,6 +22,9 @@ type RunInput struct {
 	State json.RawMessage
 	// Messages are the validated rows, with any inbound "parts" removed.
 	Messages []WireMessage
+	// RawMessages is the messages array as received (parts included), for
+	// ConvertMessages; nil when absent.
+	RawMessages json.RawMessage
 	// Tools are the client tools.
 	Tools   []ClientTool
 	Context []ContextItem
@@ -122,6 +125,7 @@ func ParseRunInput(body []byte) (*RunInput, error) {
 	if _, ok := b["parentRunId"]; ok {
 		in.ParentRunID = v.str(b, "parentRunId", "parentRunId")
 	}
+	in.RawMessages = b["messages"]
 	for i, raw := range v.array(b, "messages", "messages") {
 		if m, ok := v.message(raw, "messages["+strconv.Itoa(i)+"]"); ok {
 			in.Messages = append(in.Messages, m)

@@ -238,29 +238,9 @@ func (w *Writer) frame(id string, e *Event) error {
 		c := *e
 		return w.opt.Emit(&c)
 	}
-	b := w.buf[:0]
-	switch w.opt.Format {
-	case NDJSON:
-		if id != "" {
-			b = append(b, `{"id":`...)
-			b = appendString(b, id)
-			b = append(b, `,"chunk":`...)
-			b = AppendWire(b, e)
-			b = append(b, '}')
-		} else {
-			b = AppendWire(b, e)
-		}
-		b = append(b, '\n')
-	default:
-		if id != "" {
-			b = append(b, "id: "...)
-			b = append(b, id...)
-			b = append(b, '\n')
-		}
-		b = append(b, "data: "...)
-		b = AppendWire(b, e)
-		b = append(b, '\n', '\n')
-	}
+	b := appendFrameHead(w.buf[:0], w.opt.Format, id)
+	b = AppendWire(b, e)
+	b = appendFrameTail(b, w.opt.Format, id)
 	w.buf = b
 	_, err := w.w.Write(b)
 	return err
@@ -268,14 +248,46 @@ func (w *Writer) frame(id string, e *Event) error {
 
 // AppendSSE appends one SSE frame for e to dst (no profile logic).
 func AppendSSE(dst []byte, id string, e *Event) []byte {
-	if id != "" {
-		dst = append(dst, "id: "...)
-		dst = append(dst, id...)
-		dst = append(dst, '\n')
-	}
-	dst = append(dst, "data: "...)
+	dst = appendFrameHead(dst, SSE, id)
 	dst = AppendWire(dst, e)
-	return append(dst, '\n', '\n')
+	return appendFrameTail(dst, SSE, id)
+}
+
+// AppendFrame appends one frame of format f holding data, an event already
+// encoded as wire JSON (a durable log entry), with offset id: the SSE `id:`
+// line or the NDJSON {"id","chunk"} envelope. An empty id writes a plain
+// frame. It is the one framing shared by Writer and log replay.
+func AppendFrame(dst []byte, f Format, id string, data []byte) []byte {
+	dst = appendFrameHead(dst, f, id)
+	dst = append(dst, data...)
+	return appendFrameTail(dst, f, id)
+}
+
+func appendFrameHead(b []byte, f Format, id string) []byte {
+	if f == NDJSON {
+		if id != "" {
+			b = append(b, `{"id":`...)
+			b = appendString(b, id)
+			b = append(b, `,"chunk":`...)
+		}
+		return b
+	}
+	if id != "" {
+		b = append(b, "id: "...)
+		b = append(b, id...)
+		b = append(b, '\n')
+	}
+	return append(b, "data: "...)
+}
+
+func appendFrameTail(b []byte, f Format, id string) []byte {
+	if f == NDJSON {
+		if id != "" {
+			b = append(b, '}')
+		}
+		return append(b, '\n')
+	}
+	return append(b, '\n', '\n')
 }
 
 // ErrTruncated reports a stream that ended in the middle of a frame.

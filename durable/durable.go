@@ -118,7 +118,9 @@ type Upserter interface {
 // Pruner is implemented by logs that support retention of closed logs.
 type Pruner interface {
 	// Prune deletes every log closed before cutoff (inclusive) and returns
-	// how many it deleted. Open logs are never pruned.
+	// how many it deleted, and, in a store that is also a RunStore, the
+	// records of the runs that finished (completed, failed or aborted)
+	// before cutoff. Open logs and unfinished runs are never pruned.
 	Prune(ctx context.Context, cutoff time.Time) (int, error)
 }
 
@@ -143,7 +145,21 @@ var (
 	ErrProducerConflict = errors.New("durable: producer tuple reused with a different batch")
 	// ErrStoreClosed reports use of a backend after it was shut down.
 	ErrStoreClosed = errors.New("durable: store shut down")
+	// ErrStoreUnhealthy reports a store that must not take new runs: its
+	// database file was removed or replaced under it, or it failed a
+	// probe. A file check, once failed, stays failed.
+	ErrStoreUnhealthy = errors.New("durable: store unhealthy")
 )
+
+// Healther is implemented by stores that can tell whether they can still
+// be trusted with new runs.
+type Healther interface {
+	// Healthy returns nil, or an error wrapping ErrStoreUnhealthy. With deep
+	// false it is cheap enough for every new run (for a file-backed store,
+	// a stat that checks the file is still the one it opened); with deep
+	// true it also proves the store writable (a write transaction).
+	Healthy(ctx context.Context, deep bool) error
+}
 
 // OffsetError details an invalid offset. It wraps ErrInvalidOffset.
 type OffsetError struct {

@@ -408,6 +408,11 @@ func (m *Memory) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 			n++
 		}
 	}
+	for id, r := range m.runs {
+		if r.rec.Status.Terminal() && r.rec.FinishedAt != nil && !r.rec.FinishedAt.After(cutoff) {
+			delete(m.runs, id)
+		}
+	}
 	return n, nil
 }
 

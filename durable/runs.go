@@ -53,6 +53,10 @@ type RunRecord struct {
 	// Usage is the run's usage accounting, stored as opaque JSON.
 	Usage json.RawMessage
 
+	// Owner is the principal that started the run ("" for an open
+	// server); set at creation and never updated.
+	Owner string
+
 	// Durable-run fields, owned by the sandbox and takeover layers.
 	SandboxKey      *string
 	DetachedSince   *time.Time

@@ -7,9 +7,8 @@ import (
 	"time"
 )
 
-// Thread is the stored state of one conversation (MessageStore upstream,
-// docs/durable.md §6.1): its transcript and the interrupts its latest run paused
-// on. A reloading client hydrates from it (docs/durable.md §1.4).
+// Thread is the stored state of one conversation (MessageStore upstream): its transcript and the interrupts its latest run paused
+// on. A reloading client hydrates from it.
 type Thread struct {
 	ThreadID string
 	// Messages is the transcript, a JSON array of UIMessages, stored and
@@ -22,6 +21,8 @@ type Thread struct {
 	Interrupts json.RawMessage
 	// UpdatedAt is when the thread was saved, with millisecond precision.
 	UpdatedAt time.Time
+	// Owner is the principal whose thread it is ("" for an open server).
+	Owner string
 }
 
 // Clone returns a deep copy of t.

@@ -316,54 +316,8 @@ func TestItem16ForwardedChunksAreStoredAndTagged(t *testing.T) {
 	}
 }
 
-func TestItem17BatchesOfAtMost32FlushEarlyAfterBoundaries(t *testing.T) {
-	check := func(t *testing.T, s *recStore, max int, wantFull bool) {
-		t.Helper()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		full := false
-		for _, b := range s.batches {
-			if len(b) > max {
-				t.Fatalf("a batch of %d > %d", len(b), max)
-			}
-			full = full || len(b) == max
-			for i, ev := range b {
-				switch ev.Type {
-				case agui.RunStarted, agui.RunFinished, agui.RunError, agui.ToolCallEnd:
-					if i != len(b)-1 {
-						t.Fatalf("%s at %d of a batch of %d: not flushed at once", ev.Type, i, len(b))
-					}
-				}
-			}
-		}
-		if wantFull && !full {
-			t.Fatalf("no batch reached %d", max)
-		}
-	}
-	for _, size := range []int{0, -1} { // goai: a non-positive BatchSize means the default, 32
-		s := newRecStore()
-		e := newItemEnv(t, s, scripted.New(slowScenario(t, 100, 0)), func(c *server.Config) { c.BatchSize = size })
-		res := post(t, context.Background(), e.url(), map[string]string{"X-Run-Id": "r1"}, body)
-		frames(t, res.Body)
-		res.Body.Close()
-		e.h.Wait()
-		check(t, s, 32, true)
-	}
-	s := newRecStore()
-	srv, h := newToolEnv(t, pickScenario, s, "client_pick")
-	res := post(t, context.Background(), srv.URL, map[string]string{"X-Run-Id": "r1"}, body)
-	frames(t, res.Body)
-	res.Body.Close()
-	h.Wait()
-	check(t, s, 32, false)
-	sawToolEnd := false
-	for _, b := range s.batches {
-		sawToolEnd = sawToolEnd || b[len(b)-1].Type == agui.ToolCallEnd
-	}
-	if !sawToolEnd {
-		t.Fatal("no batch ended at TOOL_CALL_END")
-	}
-}
+// Item 17 (how a producer batches its appends) is a group commit in goai:
+// see TestGroupCommit* in groupcommit_test.go.
 
 // offsetStore serves its log with mangled offsets.
 type offsetStore struct {
@@ -756,7 +710,7 @@ func TestItem26AbortStoresBufferedChunksBeforeTheTerminal(t *testing.T) {
 		return chat.Pass, nil
 	}}
 	store := durable.NewMemory(nil)
-	e := newItemEnv(t, store, scripted.New(slowScenario(t, 300, 5)), func(c *server.Config) { c.BatchSize = 10000 }, counter)
+	e := newItemEnv(t, store, scripted.New(slowScenario(t, 300, 5)), func(c *server.Config) { c.Linger = time.Hour }, counter)
 	res := post(t, context.Background(), e.url(), map[string]string{"X-Run-Id": "r1"}, body)
 	defer res.Body.Close()
 	go io.Copy(io.Discard, res.Body)
@@ -764,9 +718,9 @@ func TestItem26AbortStoresBufferedChunksBeforeTheTerminal(t *testing.T) {
 	for seen.Load() < 5 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	// Still buffered: only RUN_STARTED and run.accepted flushed so far.
+	// Still lingering: only run.accepted (flushed at accept) stored so far.
 	if n := len(logEvents(t, store, "r1")); n > 3 {
-		t.Fatalf("%d entries stored before the abort with a 10000 batch", n)
+		t.Fatalf("%d entries stored before the abort with an hour of linger", n)
 	}
 	c := post(t, context.Background(), e.srv.URL+"/api/chat/cancel", nil, `{"runId":"r1"}`)
 	c.Body.Close()

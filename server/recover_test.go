@@ -322,6 +322,9 @@ func TestResumeBadInput(t *testing.T) {
 					rd = strings.NewReader(body)
 				}
 				req, _ := http.NewRequest(method, e.srv.URL+"/api/chat"+q, rd)
+				if rd != nil {
+					req.Header.Set("Content-Type", "application/json")
+				}
 				for k, vs := range hdr {
 					for _, v := range vs {
 						req.Header.Add(k, v)

@@ -1,17 +1,19 @@
 // Package server serves chat runs over HTTP: POST /api/chat takes the
 // TanStack AI client's request body (AG-UI RunAgentInput) and streams the
 // run as Server-Sent Events, or NDJSON when the client accepts it.
+//
+// The API, its routes and the checks every request passes are listed in
+// routes.go. With a [durable.Store] runs are durable: they outlive their
+// connection, and clients re-attach, hydrate threads and cancel.
 package server
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
@@ -46,19 +48,69 @@ type Config struct {
 	// Last-Event-ID or GET ?runId=&offset=. Requests without X-Run-Id stay
 	// plain streams.
 	Store durable.Store
-	// BatchSize is how many events a durable producer appends at once;
-	// default 32 (terminal and tool-end events flush early).
-	BatchSize int
+	// Linger is how long a durable producer may hold an event to share an
+	// append with the ones after it (group commit); default
+	// DefaultLinger. An append starts as soon as the previous one has
+	// finished, so no event waits longer than one append plus Linger.
+	Linger time.Duration
 	// CancelPoll is how often a producer checks its run record for a cancel
 	// recorded by another replica; default 500ms.
 	CancelPoll time.Duration
+	// Fallback serves the requests no API route matches (the web UI);
+	// default 404.
+	Fallback http.Handler
+
+	// Tokens maps bearer tokens to the principals they authenticate. When
+	// set, every /api/ request but /api/session, /api/login and
+	// /api/logout needs Authorization: Bearer <token>, or the session
+	// cookie POST /api/login hands out for a token. Tokens are compared in
+	// constant time and never logged.
+	Tokens map[string]Principal
+	// Authorize, when set, decides every API request: it returns the
+	// request's principal, or an error (ErrUnauthenticated: 401; any
+	// other: 403). TokenPrincipal(r) gives what Tokens identified, if
+	// anything. Ownership is enforced on top of it: a principal never
+	// reaches another principal's runs and threads.
+	Authorize func(r *http.Request, act Action) (Principal, error)
+	// AllowedOrigins are the browser origins (scheme://host[:port]) besides
+	// the server's own that may make state-changing requests; CORS
+	// (with preflight) is answered for them only.
+	AllowedOrigins []string
+	// AllowedHosts, when set, are the only Host names answered (a
+	// DNS-rebinding defence for a server bound to loopback; see
+	// LoopbackHosts). Empty: any Host.
+	AllowedHosts []string
+	// MaxRuns caps the runs in flight in this process; past it a new run
+	// is answered 429 with Retry-After. Zero: no cap.
+	MaxRuns int
+	// RequestsPerSecond and Burst bound each principal's chat POSTs
+	// (token bucket); zero means DefaultRate and DefaultBurst, negative
+	// RequestsPerSecond means no bound.
+	RequestsPerSecond float64
+	Burst             int
+	// BodyTimeout bounds reading a request body; default
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// Info is what GET /api/info answers, as JSON (for example the model,
+	// wire profile and store in use). Never put secrets in it.
+	Info any
 }
 
-func (c *Config) batchSize() int {
-	if c.BatchSize > 0 {
-		return c.BatchSize
+func (c *Config) bodyTimeout() time.Duration {
+	if c.BodyTimeout > 0 {
+		return c.BodyTimeout
 	}
-	return 32
+	return DefaultBodyTimeout
+}
+
+// DefaultLinger is the default Config.Linger.
+const DefaultLinger = 2 * time.Millisecond
+
+func (c *Config) linger() time.Duration {
+	if c.Linger > 0 {
+		return c.Linger
+	}
+	return DefaultLinger
 }
 
 func (c *Config) cancelPoll() time.Duration {
@@ -68,8 +120,9 @@ func (c *Config) cancelPoll() time.Duration {
 	return 500 * time.Millisecond
 }
 
-// ChatHandler returns the /api/chat handler: POST streams a run, GET joins
-// a durable run or hydrates a thread, POST .../cancel stops a run.
+// ChatHandler returns the handler of the chat API (see routes.go): POST
+// /api/chat streams a run, GET joins a durable run or hydrates a thread,
+// POST /api/chat/cancel stops a run.
 func ChatHandler(cfg Config) *Handler {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
@@ -80,13 +133,34 @@ func ChatHandler(cfg Config) *Handler {
 	if cfg.Profile == "" {
 		cfg.Profile = agui.ProfileAGUI
 	}
-	return &Handler{cfg: cfg}
+	h := &Handler{cfg: cfg}
+	h.limits.rate, h.limits.burst = rate.Limit(cfg.RequestsPerSecond), cfg.Burst
+	if cfg.RequestsPerSecond == 0 {
+		h.limits.rate = DefaultRate
+	}
+	if h.limits.burst <= 0 {
+		h.limits.burst = DefaultBurst
+	}
+	h.root = h.routes()
+	return h
 }
 
+// Handler serves the chat API. Create it with ChatHandler.
 type Handler struct {
-	cfg  Config
-	prod producers
+	cfg      Config
+	root     http.Handler
+	prod     producers
+	sessions sessions
+	limits   limits
+	metrics  metrics
+	draining atomic.Bool
 }
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.root.ServeHTTP(w, r) }
+
+// Drain makes /readyz report not ready and refuses new runs (503), for a
+// graceful shutdown; runs in flight go on.
+func (h *Handler) Drain() { h.draining.Store(true) }
 
 // Wait blocks until every durable producer started by h has finished.
 func (h *Handler) Wait() { h.prod.wg.Wait() }
@@ -99,119 +173,6 @@ func (h *Handler) StopAll(cause error) {
 	}
 	h.prod.mu.Unlock()
 }
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	_, _ = w.Write(append(b, '\n'))
-}
-
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasSuffix(r.URL.Path, "/cancel") {
-		h.serveCancel(w, r)
-		return
-	}
-	if r.Method == http.MethodGet {
-		h.serveGet(w, r)
-		return
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "use POST")
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit))
-			return
-		}
-		writeError(w, http.StatusBadRequest, "reading request body: "+err.Error())
-		return
-	}
-	in, err := agui.ParseRunInput(body)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	var raw struct {
-		Messages json.RawMessage `json:"messages"`
-	}
-	_ = json.Unmarshal(body, &raw)
-	msgs, _, err := agui.ConvertMessages(raw.Messages)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "messages: "+err.Error())
-		return
-	}
-	req := &Request{HTTP: r, Input: in, Messages: msgs}
-	opts, err := h.cfg.Options(req)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	opts.Messages = msgs
-	opts.ThreadID = in.ThreadID
-	opts.RunID = in.RunID
-	opts.ParentRunID = in.ParentRunID
-	opts.State = in.State
-	for _, e := range in.Resume {
-		opts.Resume = append(opts.Resume, chat.ResumeItem{InterruptID: e.InterruptID, Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
-	}
-	opts.Tools = MergeTools(opts.Tools, in.Tools)
-	if opts.OutputSchema == nil {
-		// A client asks for structured output with forwardedProps.outputSchema.
-		var fp struct {
-			OutputSchema json.RawMessage `json:"outputSchema"`
-		}
-		if json.Unmarshal(in.ForwardedProps, &fp) == nil && len(fp.OutputSchema) > 0 && string(fp.OutputSchema) != "null" {
-			opts.OutputSchema = fp.OutputSchema
-		}
-	}
-	if err := chat.Check(&opts); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-
-	format := acceptFormat(r)
-	if runID := r.Header.Get("X-Run-Id"); h.cfg.Store != nil && runID != "" {
-		opts.RunID = runID
-		if last := r.Header.Get("Last-Event-ID"); last != "" {
-			// A reconnect re-sends the request: serve the log, never re-run.
-			h.serveLog(w, r, runID, last, format, nil)
-			return
-		}
-		h.startDurable(w, r, runID, in, opts, format)
-		return
-	}
-	setStreamHeaders(w, format)
-	w.WriteHeader(http.StatusOK)
-
-	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
-	enc := agui.NewWriter(fw, agui.WriterOptions{Format: format, Profile: h.cfg.Profile, ThreadID: in.ThreadID, RunID: in.RunID})
-	failed, werr := WriteRun(enc, chat.Stream(r.Context(), opts))
-	if failed != nil && werr == nil {
-		h.cfg.Logger.Error("chat run failed", "runId", in.RunID, "error", failed)
-	}
-}
-
-// flushWriter flushes after every frame so events reach the client as they
-// are produced.
-type flushWriter struct {
-	w  io.Writer
-	rc *http.ResponseController
-}
-
-func (f *flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if err != nil {
-		return n, err
-	}
-	return n, f.rc.Flush()
-}
-
-func containsNDJSON(accept string) bool { return strings.Contains(accept, "application/x-ndjson") }
 
 // MergeTools adds the client's tools to the server's: a server tool wins a
 // name collision; a client-only tool becomes a client tool (no Execute).

@@ -265,6 +265,7 @@ func TestDurableDisconnectDuringSlowSetup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-setupStarted; cancel() }()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+"/api/chat", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Run-Id", "r1")
 	if res, err := http.DefaultClient.Do(req); err == nil {
 		io.Copy(io.Discard, res.Body)

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"iter"
+	"net/http"
 	"time"
 
 	"github.com/goai-sdk/goai/agui"
@@ -51,4 +52,45 @@ func ErrorEvent(err error) agui.Event {
 		ev.Code = re.Code
 	}
 	return ev
+}
+
+// serveStream runs a plain (not durable) stream on the request goroutine.
+// A panic in the engine or in what it calls here ends this stream alone
+// with RUN_ERROR code "internal".
+func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, cr *chatRequest) {
+	h.limits.plainRuns.Add(1)
+	defer h.limits.plainRuns.Add(-1)
+	setStreamHeaders(w, cr.format)
+	w.WriteHeader(http.StatusOK)
+	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
+	enc := agui.NewWriter(fw, agui.WriterOptions{Format: cr.format, Profile: h.cfg.Profile, ThreadID: cr.input.ThreadID, RunID: cr.input.RunID})
+	h.metrics.runStarted()
+	failed, werr := WriteRun(enc, h.safeStream(chat.Stream(r.Context(), cr.opts), "runId", cr.input.RunID))
+	h.metrics.streamFinished(failed, werr)
+	if failed != nil && werr == nil {
+		h.cfg.Logger.Error("chat run failed", "runId", cr.input.RunID, "error", failed)
+	}
+}
+
+// safeStream turns a panic raised while events yields into the stream's
+// last error.
+func (h *Handler) safeStream(events iter.Seq2[agui.Event, error], attrs ...any) iter.Seq2[agui.Event, error] {
+	return func(yield func(agui.Event, error) bool) {
+		inYield := false
+		defer func() {
+			if v := recover(); v != nil {
+				if inYield {
+					panic(v) // the consumer's own panic: not ours to swallow
+				}
+				yield(agui.Event{}, h.recovered(v, attrs...))
+			}
+		}()
+		for ev, err := range events {
+			inYield = true
+			if !yield(ev, err) {
+				return
+			}
+			inYield = false
+		}
+	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -82,7 +83,7 @@ func marshalNoEscape(v any) (json.RawMessage, error) {
 // interrupts the run paused on, if any. A failure is logged, never the
 // run's failure.
 func (p *producer) saveThread(msgs json.RawMessage, pending []agui.Interrupt) {
-	th := durable.Thread{ThreadID: p.threadID, Messages: msgs, RunID: p.runID, UpdatedAt: time.Now()}
+	th := durable.Thread{ThreadID: p.threadID, Messages: msgs, RunID: p.runID, UpdatedAt: time.Now(), Owner: string(p.owner)}
 	var err error
 	if len(pending) > 0 {
 		th.Interrupts, err = marshalNoEscape(pending)
@@ -136,10 +137,29 @@ type PendingInterrupts struct {
 // transcript: producers save the final transcript before their record
 // leaves running, so "no active run" implies the transcript is final.
 func (h *Handler) hydrate(w http.ResponseWriter, r *http.Request, threadID string) {
+	if h.cfg.Store == nil {
+		writeError(w, http.StatusNotFound, "no_store", "this server keeps no run logs")
+		return
+	}
+	principal, ok := h.authorize(w, r, ActionHydrate)
+	if !ok {
+		return
+	}
+	if err := checkID("threadId", threadID); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
 	ctx := r.Context()
+	foreign := func() {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("thread %q belongs to another user", threadID))
+	}
 	rec, active, err := h.cfg.Store.FindActiveRun(ctx, threadID)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "finding the thread's active run: "+err.Error())
+		writeError(w, http.StatusInternalServerError, "store", "finding the thread's active run: "+err.Error())
+		return
+	}
+	if active && rec.Owner != string(principal) {
+		foreign()
 		return
 	}
 	out := Hydration{Messages: json.RawMessage("[]")}
@@ -149,7 +169,11 @@ func (h *Handler) hydrate(w http.ResponseWriter, r *http.Request, threadID strin
 	if ts, ok := h.cfg.Store.(durable.ThreadStore); ok {
 		th, found, err := ts.LoadThread(ctx, threadID)
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, "loading the thread: "+err.Error())
+			writeError(w, http.StatusInternalServerError, "store", "loading the thread: "+err.Error())
+			return
+		}
+		if found && th.Owner != string(principal) {
+			foreign()
 			return
 		}
 		if found {
@@ -163,12 +187,5 @@ func (h *Handler) hydrate(w http.ResponseWriter, r *http.Request, threadID strin
 			}
 		}
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(append(b, '\n'))
+	writeJSON(w, http.StatusOK, out)
 }

@@ -2,12 +2,9 @@ package web_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -363,78 +360,27 @@ func TestPageIsEmbedded(t *testing.T) {
 	}
 }
 
-// TestPageLogin drives the page's sign-in against the session API it is
-// written for (GET /api/session, POST /api/login {"token"}: 204 or 401, a
-// cookie session; any 401 from the API asks to sign in again), served here
-// by a stand-in that follows that contract.
+// TestPageLogin: against goai serve with a token, the page asks for it
+// (GET /api/session), says so when it is wrong (POST /api/login: 401),
+// works once it is right (a cookie session), and asks again when a later
+// request is refused (any 401).
 func TestPageLogin(t *testing.T) {
-	var mu sync.Mutex
-	expired := false
-	var badPosts []string
-	authed := func(r *http.Request) bool {
-		c, err := r.Cookie("session")
-		mu.Lock()
-		defer mu.Unlock()
-		return err == nil && c.Value == "ok" && !expired
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/", http.FileServerFS(web.FS))
-	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Header.Get("Content-Type") != "application/json" {
-			mu.Lock()
-			badPosts = append(badPosts, r.URL.Path)
-			mu.Unlock()
-		}
-		switch {
-		case r.URL.Path == "/api/session":
-			fmt.Fprintf(w, `{"authRequired":true,"authenticated":%v}`, authed(r))
-		case r.URL.Path == "/api/login":
-			var body struct{ Token string }
-			if json.NewDecoder(r.Body).Decode(&body) != nil || body.Token != "s3cret" {
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			mu.Lock()
-			expired = false
-			mu.Unlock()
-			http.SetCookie(w, &http.Cookie{Name: "session", Value: "ok", Path: "/", HttpOnly: true})
-			w.WriteHeader(http.StatusNoContent)
-		case !authed(r):
-			w.WriteHeader(http.StatusUnauthorized)
-		case r.URL.Path == "/api/info":
-			fmt.Fprint(w, `{"model":"stand-in","wire":"agui","store":"memory","sandbox":"none","demo":false}`)
-		case r.URL.Path == "/api/workspace":
-			fmt.Fprint(w, `{"files":[]}`)
-		case r.URL.Path == "/api/chat" && r.Method == http.MethodGet:
-			fmt.Fprint(w, `{"messages":[],"activeRun":null,"interrupts":null}`)
-		default:
-			w.WriteHeader(http.StatusNotFound)
-		}
-	})
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	srv := serve(t, "--model", "demo", "--sandbox", "local", "--token", "s3cret-token")
 	p := newBrowser(t).newPage(1280, 900, false)
-	p.navigate(srv.URL + "/")
+	p.navigate(srv.url + "/")
 	p.waitFor("the sign-in form", `!document.getElementById('login').hidden && document.getElementById('app').hidden`)
 	p.eval(`document.getElementById('token').value = 'wrong'`, nil)
 	p.click(`#login-form button[type=submit]`)
 	p.waitFor("the wrong-token message", `document.getElementById('login-error').textContent.includes('not right')`)
 	p.screenshot("login")
-	p.eval(`document.getElementById('token').value = 's3cret'`, nil)
+	p.eval(`document.getElementById('token').value = 's3cret-token'`, nil)
 	p.click(`#login-form button[type=submit]`)
 	p.waitFor("the signed-in page", `document.getElementById('login').hidden && !document.getElementById('app').hidden && document.body.dataset.done === 'true'`)
-	if got := p.str(`document.getElementById('status').textContent`); !strings.Contains(got, "model: stand-in") {
+	if got := p.str(`document.getElementById('status').textContent`); !strings.Contains(got, "model: offline demo") {
 		t.Errorf("status %q", got)
 	}
 	// The session ends: the next request's 401 brings the form back.
-	mu.Lock()
-	expired = true
-	mu.Unlock()
+	p.eval(`fetch('/api/logout', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{}'}).then(r => r.status)`, nil)
 	p.typeAndEnter("hello")
 	p.waitFor("the sign-in form again", `!document.getElementById('login').hidden`)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(badPosts) > 0 {
-		t.Errorf("POSTs without Content-Type: application/json: %v", badPosts)
-	}
 }

@@ -28,12 +28,28 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	model := fs.String("model", envOr("GOAI_MODEL", defaultModel(os.Getenv)), "model: provider:model (openai, openai-chat, anthropic, gemini, ollama, openaicompat), scripted:FILE, or demo")
 	wire := fs.String("wire", envOr("GOAI_WIRE", "agui"), "wire profile: agui or tanstack")
 	storeURL := fs.String("store", envOr("GOAI_STORE", "sqlite:.goai/goai.db"), "run store: sqlite:PATH, postgres://..., or none")
+	token := fs.String("token", "", "API token (visible to local users in ps: prefer GOAI_TOKEN or GOAI_TOKEN_FILE)")
+	insecure := fs.Bool("insecure", false, "serve a non-loopback address without a token")
 	agentCfg := addAgentFlags(fs)
 	mcpServers := addMCPFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	_, profile, err := parseWire("sse", *wire)
+	if err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
+	tokens, err := loadTokens(*token, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
+	if err := checkExposure(*addr, tokens, *insecure); err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
+	limits, err := loadServeLimits(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2
@@ -63,26 +79,52 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeStore()
-	chatHandler := server.ChatHandler(server.Config{Options: build, Profile: profile, Logger: logger, Store: store})
+	cfg := server.Config{
+		Options: build, Profile: profile, Logger: logger, Store: store,
+		Fallback:       http.FileServerFS(web.FS),
+		Tokens:         tokens,
+		AllowedOrigins: limits.allowedOrigins,
+		MaxRuns:        limits.maxRuns,
+		BodyTimeout:    limits.bodyTimeout,
+		Info: map[string]any{
+			"model": desc, "wire": profile, "store": storeKind(*storeURL),
+			"demo": *model == "" || *model == "demo", "sandbox": ag.kindName(),
+		},
+	}
+	if isLoopback(*addr) {
+		// DNS rebinding: a page of another site resolving its name to
+		// 127.0.0.1 must not reach this server.
+		cfg.AllowedHosts = server.LoopbackHosts(limits.allowedHosts...)
+	}
+	chatHandler := server.ChatHandler(cfg)
 	stopRecovery, err := startRecovery(ctx, chatHandler, store, logger)
 	if err != nil {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2
 	}
 	defer stopRecovery()
-	mux := http.NewServeMux()
-	mux.Handle("/api/chat", chatHandler)
-	mux.Handle("/api/chat/cancel", chatHandler)
-	mux.Handle("/", http.FileServerFS(web.FS))
-	agentRoutes(mux, ag, serverInfo{Model: desc, Wire: string(profile), Store: redactURL(*storeURL), Sandbox: ag.kindName(), Demo: desc == "offline demo"})
+	stopRetention := startRetention(ctx, store, limits.retention, logger)
+	defer stopRetention()
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 1
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "goai serving on http://%s (model: %s, wire: %s, store: %s, sandbox: %s)\n", ln.Addr(), desc, profile, redactURL(*storeURL), ag.describe())
+	srv := &http.Server{
+		Handler: ag.routes(chatHandler),
+		// No WriteTimeout: runs stream for minutes. Bodies have their own
+		// read deadline (server.Config.BodyTimeout).
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	auth := "open (no token)"
+	if len(tokens) > 0 {
+		auth = fmt.Sprintf("token required (%d principal(s))", len(tokens))
+	}
+	fmt.Fprintf(stdout, "goai serving on http://%s (model: %s, wire: %s, store: %s, auth: %s, sandbox: %s)\n", ln.Addr(), desc, profile, redactURL(*storeURL), auth, ag.describe())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -92,6 +134,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	case <-ctx.Done():
+		chatHandler.Drain()
 		shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutCtx)
@@ -108,6 +151,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		<-done
 	}
 	return 0
+}
+
+// storeKind names the store without its address or credentials.
+func storeKind(spec string) string {
+	switch {
+	case spec == "" || spec == "none":
+		return "none"
+	case strings.HasPrefix(spec, "postgres"):
+		return "postgres"
+	case strings.HasPrefix(spec, "sqlite:"):
+		return "sqlite"
+	}
+	return "unknown"
 }
 
 func envOr(k, def string) string {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -313,12 +315,6 @@ const (
 func (a *agent) serveWorkspace(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		_, _ = w.Write([]byte(`{"error":"use GET"}` + "\n"))
-		return
-	}
 	out := struct {
 		Sandbox string          `json:"sandbox"`
 		Files   []WorkspaceFile `json:"files"`
@@ -402,24 +398,6 @@ func (a *agent) changedFiles(ctx context.Context, threadID string) ([]WorkspaceF
 	return files, nil
 }
 
-// serverInfo is GET /api/info: what the page shows in its status line.
-type serverInfo struct {
-	Model   string `json:"model"`
-	Wire    string `json:"wire"`
-	Store   string `json:"store"`
-	Sandbox string `json:"sandbox"`
-	Demo    bool   `json:"demo"`
-}
-
-func serveInfo(info serverInfo) http.HandlerFunc {
-	b, _ := json.Marshal(info)
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		_, _ = w.Write(append(b, '\n'))
-	}
-}
-
 // dataDirOf is where goai keeps its files: the directory of a SQLite store,
 // else .goai.
 func dataDirOf(storeURL string) string {
@@ -429,8 +407,42 @@ func dataDirOf(storeURL string) string {
 	return ".goai"
 }
 
-// agentRoutes registers the agent's endpoints (and /api/info).
-func agentRoutes(mux *http.ServeMux, a *agent, info serverInfo) {
-	mux.HandleFunc("/api/workspace", a.serveWorkspace)
-	mux.Handle("/api/info", serveInfo(info))
+// routes serves GET /api/workspace in front of the chat handler, which
+// serves everything else. A workspace request is authorized as the chat
+// handler would authorize the same credentials asking for /api/info
+// (authentication, Host and Origin checks) and for the thread's hydration
+// (thread ownership); both must answer 200, except that a server without a
+// store has no hydration (404 no_store).
+func (a *agent) routes(api http.Handler) http.Handler {
+	probe := func(r *http.Request, path string, q url.Values) *httptest.ResponseRecorder {
+		p := r.Clone(r.Context())
+		p.URL.Path, p.URL.RawQuery = path, q.Encode()
+		p.RequestURI = p.URL.RequestURI()
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, p)
+		return rec
+	}
+	refuse := func(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/workspace", func(w http.ResponseWriter, r *http.Request) {
+		if rec := probe(r, "/api/info", nil); rec.Code != http.StatusOK {
+			refuse(w, rec)
+			return
+		}
+		rec := probe(r, "/api/chat", url.Values{"threadId": {r.URL.Query().Get("threadId")}})
+		noStore := rec.Code == http.StatusNotFound && strings.Contains(rec.Body.String(), `"no_store"`)
+		if rec.Code != http.StatusOK && !noStore {
+			refuse(w, rec)
+			return
+		}
+		a.serveWorkspace(w, r)
+	})
+	mux.Handle("/", api)
+	return mux
 }

@@ -31,7 +31,9 @@ func openStore(ctx context.Context, spec string) (durable.Store, func(), error) 
 		return st, func() { _ = st.Shutdown() }, nil
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		// Runs hold conversations: a directory goai creates is the
+		// owner's alone (0700), and so is the database (0600).
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, nil, fmt.Errorf("creating the store directory: %w", err)
 		}
 		st, err := sqlite.Open(path, nil)
@@ -110,4 +112,18 @@ func envDuration(key string, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: %w", key, err)
 	}
 	return d, nil
+}
+
+// startRetention prunes, every hour (or every keep/2 when shorter), the
+// logs closed and the run records finished more than keep ago (0: keep
+// everything). The returned func stops it and waits.
+func startRetention(ctx context.Context, store durable.Store, keep time.Duration, logger *slog.Logger) func() {
+	p, ok := store.(durable.Pruner)
+	if !ok || keep <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { durable.KeepClosed(ctx, p, keep, min(time.Hour, max(keep/2, time.Second)), logger) })
+	return func() { cancel(); wg.Wait() }
 }

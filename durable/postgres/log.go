@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/goai-sdk/goai/durable"
-	"github.com/goai-sdk/goai/durable/internal/flight"
+	"github.com/goai-sdk/goai/durable/internal/tail"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -100,33 +100,9 @@ func (s *Store) Snapshot(ctx context.Context, runID string) ([]durable.Entry, er
 	return out, nil
 }
 
-// state is one consistent view of a log: its tail, whether it is closed,
-// and a page of entries after some seq. States are shared between coalesced
-// readers and must not be modified.
-type state struct {
-	exists  bool
-	last    int64
-	closed  bool
-	entries []durable.Entry
-}
-
-type fetchKey struct {
-	run   string
-	after int64
-	limit int
-}
-
-// fetch reads the log state and up to limit entries after seq after, in one
-// statement (one snapshot). Tailers woken together share one query, under
-// the rules of package flight, so that none can be handed a state that
-// predates its wait and park on a wake-up that already happened.
-func (s *Store) fetch(ctx context.Context, runID string, after int64, limit int, tok flight.Token) (*state, error) {
-	return s.flight.Do(ctx, fetchKey{runID, after, limit}, tok, func(ctx context.Context) (*state, error) {
-		return s.query(ctx, runID, after, limit)
-	})
-}
-
-func (s *Store) query(ctx context.Context, runID string, after int64, limit int) (*state, error) {
+// query reads the log state and up to limit entries after seq after, in
+// one statement (one snapshot).
+func (s *Store) query(ctx context.Context, runID string, after int64, limit int) (*tail.State, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT l.last_seq, l.closed_at IS NOT NULL, e.seq, e.data
 		FROM goai_logs l
@@ -139,16 +115,16 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 	if err != nil {
 		return nil, wrap("read", err)
 	}
-	st := &state{}
+	st := &tail.State{}
 	var seq *int64
 	var data []byte
-	_, err = pgx.ForEachRow(rows, []any{&st.last, &st.closed, &seq, &data}, func() error {
-		st.exists = true
+	_, err = pgx.ForEachRow(rows, []any{&st.Last, &st.Closed, &seq, &data}, func() error {
+		st.Exists = true
 		if seq != nil {
 			if data == nil {
 				data = []byte{}
 			}
-			st.entries = append(st.entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, *seq), Data: data})
+			st.Entries = append(st.Entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, *seq), Data: data})
 		}
 		data = nil
 		return nil
@@ -159,128 +135,9 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 	return st, nil
 }
 
-// errQuiet ends a read without an error: its context is done.
-var errQuiet = errors.New("quiet")
-
 // Read implements durable.Log.
 func (s *Store) Read(ctx context.Context, runID, after string) iter.Seq2[durable.Entry, error] {
-	return func(yield func(durable.Entry, error) bool) {
-		pos, err := s.start(ctx, runID, after)
-		if err != nil {
-			if err != errQuiet && ctx.Err() == nil {
-				yield(durable.Entry{}, err)
-			}
-			return
-		}
-		for {
-			wake, release := s.hub.Wait(runID)
-			tok := s.flight.Token(wake)
-			if s.isClosed() {
-				release()
-				yield(durable.Entry{}, durable.ErrStoreClosed)
-				return
-			}
-			st, err := s.fetch(ctx, runID, pos, s.opts.ReadPage, tok)
-			if err == nil && (!st.exists || (pos < st.last && len(st.entries) == 0)) {
-				err = fmt.Errorf("%w: run %q was pruned during the read", durable.ErrRunNotFound, runID)
-			}
-			if err != nil {
-				release()
-				if ctx.Err() == nil {
-					yield(durable.Entry{}, err)
-				}
-				return
-			}
-			for _, e := range st.entries {
-				if ctx.Err() != nil || !yield(e, nil) {
-					release()
-					return
-				}
-				pos++
-			}
-			switch {
-			case pos < st.last:
-				release()
-				continue // more pages
-			case st.closed:
-				release()
-				return
-			}
-			select {
-			case <-wake:
-			case <-ctx.Done():
-				release()
-				return
-			}
-			release()
-		}
-	}
-}
-
-// start resolves after to the seq a read continues from.
-func (s *Store) start(ctx context.Context, runID, after string) (int64, error) {
-	if err := durable.CheckRunID(runID); err != nil {
-		return 0, err
-	}
-	if err := s.checkOpen(); err != nil {
-		return 0, err
-	}
-	if after != durable.FromStart && after != durable.Now {
-		seq, err := durable.ParseOffset(scheme, runID, after)
-		if err != nil {
-			return 0, err
-		}
-		st, err := s.query(ctx, runID, 0, 0)
-		if err != nil {
-			return 0, err
-		}
-		switch {
-		case !st.exists:
-			return 0, fmt.Errorf("%w: run %q (unknown or expired)", durable.ErrRunNotFound, runID)
-		case seq > st.last:
-			return 0, durable.FutureOffsetError(runID, after)
-		}
-		return seq, nil
-	}
-	var deadline <-chan time.Time
-	if s.opts.FirstChunkDeadline > 0 {
-		t := time.NewTimer(s.opts.FirstChunkDeadline)
-		defer t.Stop()
-		deadline = t.C
-	}
-	start := int64(-1)
-	for {
-		wake, release := s.hub.Wait(runID)
-		st, err := s.fetch(ctx, runID, 0, 0, s.flight.Token(wake))
-		if err != nil {
-			release()
-			return 0, err
-		}
-		if start < 0 {
-			start = 0
-			if after == durable.Now {
-				start = st.last
-			}
-		}
-		if st.exists && (st.last > 0 || st.closed) {
-			release()
-			return start, nil
-		}
-		if s.isClosed() {
-			release()
-			return 0, durable.ErrStoreClosed
-		}
-		select {
-		case <-wake:
-		case <-deadline:
-			release()
-			return 0, fmt.Errorf("%w: run %q produced no data within %v", durable.ErrRunNotFound, runID, s.opts.FirstChunkDeadline)
-		case <-ctx.Done():
-			release()
-			return 0, errQuiet
-		}
-		release()
-	}
+	return s.tail.Read(ctx, runID, after)
 }
 
 // Prune implements durable.Pruner.
@@ -292,7 +149,9 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	err := s.pool.QueryRow(ctx, `
 		WITH d AS (DELETE FROM goai_logs WHERE closed_at <= $1 RETURNING run_id),
 		     e AS (DELETE FROM goai_entries WHERE run_id IN (SELECT run_id FROM d)),
-		     p AS (DELETE FROM goai_producers WHERE run_id IN (SELECT run_id FROM d))
+		     p AS (DELETE FROM goai_producers WHERE run_id IN (SELECT run_id FROM d)),
+		     r AS (DELETE FROM goai_runs WHERE finished_at <= $1 AND status IN ('completed', 'failed', 'aborted') RETURNING run_id),
+		     l AS (DELETE FROM goai_leases WHERE run_id IN (SELECT run_id FROM r))
 		SELECT count(*) FROM d`, cutoff.UnixMilli()).Scan(&n)
 	return n, wrap("prune", err)
 }

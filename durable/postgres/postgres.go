@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/goai-sdk/goai/durable"
-	"github.com/goai-sdk/goai/durable/internal/flight"
 	"github.com/goai-sdk/goai/durable/internal/notify"
+	"github.com/goai-sdk/goai/durable/internal/tail"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -54,10 +54,10 @@ type Options struct {
 
 // Store is a durable.Store in PostgreSQL.
 type Store struct {
-	opts   Options
-	pool   *pgxpool.Pool
-	hub    notify.Hub
-	flight flight.Group[fetchKey, *state]
+	opts Options
+	pool *pgxpool.Pool
+	hub  notify.Hub
+	tail tail.Reader
 
 	ctx           context.Context // ends at Shutdown
 	cancel        context.CancelFunc
@@ -128,6 +128,10 @@ CREATE TABLE IF NOT EXISTS goai_threads (
 	interrupts text,
 	updated_at bigint NOT NULL
 );
+-- Migration 2: owners (the principal that started a run or owns a thread).
+ALTER TABLE goai_runs ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';
+ALTER TABLE goai_threads ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS goai_runs_finished ON goai_runs (finished_at) WHERE finished_at IS NOT NULL;
 
 -- goai_append stores a batch atomically with its fencing and idempotency
 -- checks. code: ok | dup (producer tuple seen: first_seq, n are the original)
@@ -251,6 +255,11 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		s.pool.Close()
 		return nil, fmt.Errorf("durable/postgres: listen: %w", err)
 	}
+	s.tail = tail.Reader{
+		Scheme: scheme, Page: s.opts.ReadPage,
+		FirstChunkDeadline: s.opts.FirstChunkDeadline,
+		Hub:                &s.hub, Closed: s.isClosed, Query: s.query,
+	}
 	go s.committer()
 	return s, nil
 }
@@ -352,4 +361,18 @@ func wrap(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("durable/postgres: %s: %w", op, err)
+}
+
+// Healthy implements durable.Healther: with deep, a round trip to the
+// database.
+func (s *Store) Healthy(ctx context.Context, deep bool) error {
+	if err := s.checkOpen(); err != nil {
+		return fmt.Errorf("%w: %w", durable.ErrStoreUnhealthy, err)
+	}
+	if deep {
+		if err := s.pool.Ping(ctx); err != nil {
+			return fmt.Errorf("%w: %w", durable.ErrStoreUnhealthy, err)
+		}
+	}
+	return nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 const runColumns = `run_id, thread_id, status, started_at, finished_at, error_message, error_code, usage,
-	sandbox_key, detached_since, cancel_requested, driver_epoch`
+	sandbox_key, detached_since, cancel_requested, driver_epoch, owner`
 
 func scanRun(row pgx.Row) (durable.RunRecord, error) {
 	var (
@@ -25,7 +25,7 @@ func scanRun(row pgx.Row) (durable.RunRecord, error) {
 		cancel                    *bool
 	)
 	if err := row.Scan(&r.RunID, &r.ThreadID, &status, &started, &finished, &errMsg, &errCode, &usage,
-		&sbox, &detached, &cancel, &epoch); err != nil {
+		&sbox, &detached, &cancel, &epoch, &r.Owner); err != nil {
 		return r, err
 	}
 	r.Status = durable.RunStatus(status)
@@ -73,10 +73,10 @@ func runArgs(r durable.RunRecord) []any {
 		detached = durable.Ptr(r.DetachedSince.UnixMilli())
 	}
 	return []any{r.RunID, r.ThreadID, string(r.Status), r.StartedAt.UnixMilli(), finished, errMsg, errCode, usage,
-		r.SandboxKey, detached, r.CancelRequested, r.DriverEpoch}
+		r.SandboxKey, detached, r.CancelRequested, r.DriverEpoch, r.Owner}
 }
 
-const values12 = `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+const values13 = `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // CreateOrResume implements durable.RunStore.
 func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (durable.RunRecord, error) {
@@ -94,7 +94,7 @@ func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (dura
 	}
 	var out durable.RunRecord
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO goai_runs (`+runColumns+`) VALUES `+values12+`
+		if _, err := tx.Exec(ctx, `INSERT INTO goai_runs (`+runColumns+`) VALUES `+values13+`
 			ON CONFLICT (run_id) DO NOTHING`, runArgs(rec)...); err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 			}
 		}
 		patch.Apply(&r)
-		_, err = tx.Exec(ctx, `UPDATE goai_runs SET (`+runColumns+`) = `+values12+` WHERE run_id = $1`, runArgs(r)...)
+		_, err = tx.Exec(ctx, `UPDATE goai_runs SET (`+runColumns+`) = `+values13+` WHERE run_id = $1`, runArgs(r)...)
 		return err
 	})
 	return wrap("update run", err)

@@ -22,10 +22,10 @@ func (s *Store) SaveThread(ctx context.Context, t durable.Thread) error {
 	if t.Interrupts != nil {
 		interrupts = durable.Ptr(string(t.Interrupts))
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO goai_threads (thread_id, messages, run_id, interrupts, updated_at) VALUES ($1, $2, $3, $4, $5)
+	_, err := s.pool.Exec(ctx, `INSERT INTO goai_threads (thread_id, messages, run_id, interrupts, updated_at, owner) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (thread_id) DO UPDATE SET messages = excluded.messages, run_id = excluded.run_id,
-			interrupts = excluded.interrupts, updated_at = excluded.updated_at`,
-		t.ThreadID, string(t.Messages), t.RunID, interrupts, t.UpdatedAt.UnixMilli())
+			interrupts = excluded.interrupts, updated_at = excluded.updated_at, owner = excluded.owner`,
+		t.ThreadID, string(t.Messages), t.RunID, interrupts, t.UpdatedAt.UnixMilli(), t.Owner)
 	return wrap("save thread", err)
 }
 
@@ -40,8 +40,8 @@ func (s *Store) LoadThread(ctx context.Context, threadID string) (durable.Thread
 		interrupts *string
 		updated    int64
 	)
-	err := s.pool.QueryRow(ctx, `SELECT messages, run_id, interrupts, updated_at FROM goai_threads WHERE thread_id = $1`, threadID).
-		Scan(&msgs, &t.RunID, &interrupts, &updated)
+	err := s.pool.QueryRow(ctx, `SELECT messages, run_id, interrupts, updated_at, owner FROM goai_threads WHERE thread_id = $1`, threadID).
+		Scan(&msgs, &t.RunID, &interrupts, &updated, &t.Owner)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return durable.Thread{}, false, nil
 	}

@@ -20,6 +20,9 @@ func (s *Store) beatTx(tx *sql.Tx, runID string) error {
 // ClaimIf implements durable.Leaser.
 func (s *Store) ClaimIf(ctx context.Context, runID string, epoch int64) (durable.Claim, error) {
 	var c durable.Claim
+	if err := s.checkFile(); err != nil {
+		return c, err
+	}
 	err := s.exec(ctx, "", func(tx *sql.Tx) error {
 		r, ok, err := getTx(tx, runID)
 		switch {

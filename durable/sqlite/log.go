@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/goai-sdk/goai/durable"
-	"github.com/goai-sdk/goai/durable/internal/flight"
+	"github.com/goai-sdk/goai/durable/internal/tail"
 )
 
 func offsets(runID string, first, n int64) []string {
@@ -183,202 +183,50 @@ func (s *Store) logState(ctx context.Context, runID string) (last int64, closed,
 	return last, closedAt.Valid, true, nil
 }
 
-// errQuiet ends a read without an error: its context is done.
-var errQuiet = errors.New("quiet")
-
-// state is one consistent view of a log: its tail, whether it is closed,
-// and a page of the entries after some seq. States are shared between
-// coalesced readers and must not be modified.
-type state struct {
-	exists  bool
-	last    int64
-	closed  bool
-	entries []durable.Entry
-}
-
-type fetchKey struct {
-	run   string
-	after int64
-}
-
-// fetch reads the state of runID's log with up to ReadPage entries after
-// seq after, in one statement (one snapshot). Tailers woken together share
-// one query, under the rules of package flight, so that none can be handed
-// a state that predates its wait and park on a wake-up that already
-// happened.
-func (s *Store) fetch(ctx context.Context, runID string, after int64, tok flight.Token) (*state, error) {
-	return s.flight.Do(ctx, fetchKey{runID, after}, tok, func(ctx context.Context) (*state, error) {
-		rows, err := s.r.QueryContext(ctx, `
-			SELECT l.last_seq, l.closed_at IS NOT NULL, e.seq, e.data
-			FROM goai_logs l
-			LEFT JOIN goai_entries e ON e.run_id = l.run_id AND e.seq > ? AND e.seq <= l.last_seq
-			WHERE l.run_id = ?
-			ORDER BY e.seq LIMIT ?`, after, runID, s.opts.ReadPage)
+// query reads the state of runID's log with up to limit entries after seq
+// after, in one statement (one snapshot); limit 0 reads the state only.
+func (s *Store) query(ctx context.Context, runID string, after int64, limit int) (*tail.State, error) {
+	if limit == 0 {
+		last, closed, ok, err := s.logState(ctx, runID)
 		if err != nil {
+			return nil, err
+		}
+		return &tail.State{Exists: ok, Last: last, Closed: closed}, nil
+	}
+	rows, err := s.r.QueryContext(ctx, `
+		SELECT l.last_seq, l.closed_at IS NOT NULL, e.seq, e.data
+		FROM goai_logs l
+		LEFT JOIN goai_entries e ON e.run_id = l.run_id AND e.seq > ? AND e.seq <= l.last_seq
+		WHERE l.run_id = ?
+		ORDER BY e.seq LIMIT ?`, after, runID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("durable/sqlite: read: %w", err)
+	}
+	defer rows.Close()
+	st := &tail.State{}
+	for rows.Next() {
+		var seq sql.NullInt64
+		var data []byte
+		if err := rows.Scan(&st.Last, &st.Closed, &seq, &data); err != nil {
 			return nil, fmt.Errorf("durable/sqlite: read: %w", err)
 		}
-		defer rows.Close()
-		st := &state{}
-		for rows.Next() {
-			var seq sql.NullInt64
-			var data []byte
-			if err := rows.Scan(&st.last, &st.closed, &seq, &data); err != nil {
-				return nil, fmt.Errorf("durable/sqlite: read: %w", err)
+		st.Exists = true
+		if seq.Valid {
+			if data == nil {
+				data = []byte{}
 			}
-			st.exists = true
-			if seq.Valid {
-				if data == nil {
-					data = []byte{}
-				}
-				st.entries = append(st.entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, seq.Int64), Data: data})
-			}
+			st.Entries = append(st.Entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, seq.Int64), Data: data})
 		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("durable/sqlite: read: %w", err)
-		}
-		return st, nil
-	})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("durable/sqlite: read: %w", err)
+	}
+	return st, nil
 }
 
 // Read implements durable.Log.
 func (s *Store) Read(ctx context.Context, runID, after string) iter.Seq2[durable.Entry, error] {
-	return func(yield func(durable.Entry, error) bool) {
-		pos, err := s.start(ctx, runID, after)
-		if err != nil {
-			if err != errQuiet && ctx.Err() == nil {
-				yield(durable.Entry{}, err)
-			}
-			return
-		}
-		for {
-			wake, release := s.hub.Wait(runID)
-			tok := s.flight.Token(wake)
-			if s.isClosed() {
-				release()
-				yield(durable.Entry{}, durable.ErrStoreClosed)
-				return
-			}
-			st, err := s.fetch(ctx, runID, pos, tok)
-			if err == nil && (!st.exists || (pos < st.last && len(st.entries) == 0)) {
-				err = fmt.Errorf("%w: run %q was pruned during the read", durable.ErrRunNotFound, runID)
-			}
-			if err != nil {
-				release()
-				if ctx.Err() == nil {
-					yield(durable.Entry{}, err)
-				}
-				return
-			}
-			for _, e := range st.entries {
-				if ctx.Err() != nil || !yield(e, nil) {
-					release()
-					return
-				}
-				pos++
-			}
-			switch {
-			case pos < st.last:
-				release()
-				continue // more pages
-			case st.closed:
-				release()
-				return
-			}
-			if !s.park(ctx, wake) {
-				release()
-				return
-			}
-			release()
-		}
-	}
-}
-
-// park waits for a wake-up (or the poll interval); false means ctx is done.
-func (s *Store) park(ctx context.Context, wake <-chan struct{}) bool {
-	var poll <-chan time.Time
-	if s.opts.PollInterval > 0 {
-		t := time.NewTimer(s.opts.PollInterval)
-		defer t.Stop()
-		poll = t.C
-	}
-	select {
-	case <-wake:
-		return true
-	case <-poll:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// start resolves after to the seq a read continues from.
-func (s *Store) start(ctx context.Context, runID, after string) (int64, error) {
-	if err := durable.CheckRunID(runID); err != nil {
-		return 0, err
-	}
-	if s.isClosed() {
-		return 0, durable.ErrStoreClosed
-	}
-	if after != durable.FromStart && after != durable.Now {
-		seq, err := durable.ParseOffset(scheme, runID, after)
-		if err != nil {
-			return 0, err
-		}
-		last, _, ok, err := s.logState(ctx, runID)
-		switch {
-		case err != nil:
-			return 0, err
-		case !ok:
-			return 0, fmt.Errorf("%w: run %q (unknown or expired)", durable.ErrRunNotFound, runID)
-		case seq > last:
-			return 0, durable.FutureOffsetError(runID, after)
-		}
-		return seq, nil
-	}
-	var deadline <-chan time.Time
-	if s.opts.FirstChunkDeadline > 0 {
-		t := time.NewTimer(s.opts.FirstChunkDeadline)
-		defer t.Stop()
-		deadline = t.C
-	}
-	start := int64(-1)
-	for {
-		wake, release := s.hub.Wait(runID)
-		last, closed, ok, err := s.logState(ctx, runID)
-		if err != nil {
-			release()
-			return 0, err
-		}
-		if start < 0 {
-			start = 0
-			if after == durable.Now {
-				start = last
-			}
-		}
-		if ok && (last > 0 || closed) {
-			release()
-			return start, nil
-		}
-		if s.isClosed() {
-			release()
-			return 0, durable.ErrStoreClosed
-		}
-		var poll <-chan time.Time
-		if s.opts.PollInterval > 0 {
-			poll = time.After(s.opts.PollInterval)
-		}
-		select {
-		case <-wake:
-		case <-poll:
-		case <-deadline:
-			release()
-			return 0, fmt.Errorf("%w: run %q produced no data within %v", durable.ErrRunNotFound, runID, s.opts.FirstChunkDeadline)
-		case <-ctx.Done():
-			release()
-			return 0, errQuiet
-		}
-		release()
-	}
+	return s.tail.Read(ctx, runID, after)
 }
 
 // Upsert implements durable.Upserter.
@@ -443,6 +291,15 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 		for _, q := range []string{
 			`DELETE FROM goai_entries WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
 			`DELETE FROM goai_producers WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
+		} {
+			if _, err := tx.Exec(q, c); err != nil {
+				return fmt.Errorf("durable/sqlite: prune: %w", err)
+			}
+		}
+		// Finished runs' records go with their logs.
+		for _, q := range []string{
+			`DELETE FROM goai_leases WHERE run_id IN (SELECT run_id FROM goai_runs WHERE finished_at <= ? AND status IN ('completed', 'failed', 'aborted'))`,
+			`DELETE FROM goai_runs WHERE finished_at <= ? AND status IN ('completed', 'failed', 'aborted')`,
 		} {
 			if _, err := tx.Exec(q, c); err != nil {
 				return fmt.Errorf("durable/sqlite: prune: %w", err)

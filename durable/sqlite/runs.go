@@ -12,7 +12,7 @@ import (
 )
 
 const runColumns = `run_id, thread_id, status, started_at, finished_at, error_message, error_code, usage,
-	sandbox_key, detached_since, cancel_requested, driver_epoch`
+	sandbox_key, detached_since, cancel_requested, driver_epoch, owner`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -26,7 +26,7 @@ func scanRun(sc scanner) (durable.RunRecord, error) {
 		cancel                       sql.NullBool
 	)
 	if err := sc.Scan(&r.RunID, &r.ThreadID, &status, &started, &finished, &errMsg, &errCode, &usage,
-		&sbox, &detached, &cancel, &epoch); err != nil {
+		&sbox, &detached, &cancel, &epoch, &r.Owner); err != nil {
 		return r, err
 	}
 	r.Status = durable.RunStatus(status)
@@ -83,7 +83,7 @@ func runArgs(r durable.RunRecord) []any {
 		epoch = *r.DriverEpoch
 	}
 	return []any{r.RunID, r.ThreadID, string(r.Status), r.StartedAt.UnixMilli(), finished, errMsg, errCode, usage,
-		sbox, detached, cancel, epoch}
+		sbox, detached, cancel, epoch, r.Owner}
 }
 
 func getTx(tx *sql.Tx, runID string) (durable.RunRecord, bool, error) {
@@ -98,7 +98,7 @@ func getTx(tx *sql.Tx, runID string) (durable.RunRecord, bool, error) {
 }
 
 func putTx(tx *sql.Tx, r durable.RunRecord) error {
-	_, err := tx.Exec(`UPDATE goai_runs SET (`+runColumns+`) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE run_id = ?`,
+	_, err := tx.Exec(`UPDATE goai_runs SET (`+runColumns+`) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE run_id = ?`,
 		append(runArgs(r), r.RunID)...)
 	if err != nil {
 		return fmt.Errorf("durable/sqlite: update run: %w", err)
@@ -119,7 +119,7 @@ func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (dura
 	}
 	var out durable.RunRecord
 	err := s.exec(ctx, "", func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`INSERT INTO goai_runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		if _, err := tx.Exec(`INSERT INTO goai_runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (run_id) DO NOTHING`, runArgs(rec)...); err != nil {
 			return fmt.Errorf("durable/sqlite: create run: %w", err)
 		}
@@ -169,6 +169,9 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 // Claim implements durable.RunStore.
 func (s *Store) Claim(ctx context.Context, runID string) (durable.Claim, error) {
 	var c durable.Claim
+	if err := s.checkFile(); err != nil {
+		return c, err
+	}
 	err := s.exec(ctx, "", func(tx *sql.Tx) error {
 		r, ok, err := getTx(tx, runID)
 		switch {

@@ -20,12 +20,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goai-sdk/goai/durable"
-	"github.com/goai-sdk/goai/durable/internal/flight"
 	"github.com/goai-sdk/goai/durable/internal/notify"
+	"github.com/goai-sdk/goai/durable/internal/tail"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -56,6 +58,9 @@ type Options struct {
 // Store is a durable.Store in one SQLite database file.
 type Store struct {
 	opts Options
+	path string
+	file os.FileInfo // the database file as opened; nil for an in-memory database
+	sick atomic.Pointer[error]
 	w    *sql.DB // the writer's single connection
 	r    *sql.DB // readers
 
@@ -64,7 +69,7 @@ type Store struct {
 	stopped chan struct{}
 	once    sync.Once
 	hub     notify.Hub
-	flight  flight.Group[fetchKey, *state]
+	tail    tail.Reader
 
 	mu     sync.RWMutex // guards closed against sends on ops
 	closed bool
@@ -186,12 +191,25 @@ func Open(path string, opts *Options) (*Store, error) {
 		s.w.Close()
 		return nil, fmt.Errorf("durable/sqlite: create schema in %s: %w", path, err)
 	}
+	if err := migrate(s.w); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("durable/sqlite: migrate %s: %w", path, err)
+	}
+	if err := s.watchFile(path); err != nil {
+		s.w.Close()
+		return nil, err
+	}
 	if s.r, err = sql.Open("sqlite", dsn("query_only(1)")); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("durable/sqlite: open %s: %w", path, err)
 	}
 	s.r.SetMaxOpenConns(8)
 	s.r.SetMaxIdleConns(8)
+	s.tail = tail.Reader{
+		Scheme: scheme, Page: s.opts.ReadPage, Poll: s.opts.PollInterval,
+		FirstChunkDeadline: s.opts.FirstChunkDeadline,
+		Hub:                &s.hub, Closed: s.isClosed, Query: s.query,
+	}
 	go s.writer()
 	return s, nil
 }

@@ -15,22 +15,9 @@ import (
 	"github.com/goai-sdk/goai/durable"
 )
 
-// NoResumeOffset is the 400 body of a join without an offset (the
-// reference's exact message).
-const NoResumeOffset = "No resume offset provided (expected a Last-Event-ID header or an ?offset query parameter)."
-
 // RunAcceptedEvent is the CUSTOM marker a durable run's log starts with, so
 // a joiner finds data at once even while middleware setup is slow.
 const RunAcceptedEvent = "run.accepted"
-
-// producers tracks the runs this process is producing.
-type producers struct {
-	mu     sync.Mutex
-	cancel map[string]context.CancelCauseFunc
-	wg     sync.WaitGroup
-
-	heartbeat time.Duration // 0: DefaultHeartbeat
-}
 
 // Producer liveness defaults. A producer refreshes its lease every
 // DefaultHeartbeat; recovery ([Recovery]) treats a run whose producer has
@@ -40,6 +27,23 @@ const (
 	DefaultHeartbeat = 2 * time.Second
 	DefaultLease     = 15 * time.Second
 )
+
+// producers tracks the runs this process is producing.
+type producers struct {
+	mu     sync.Mutex
+	cancel map[string]context.CancelCauseFunc
+	// ready is closed once a run's producer has either stored its first
+	// entry or given up, so a duplicate request never reads the log before
+	// it exists (and answers 404).
+	ready map[string]chan struct{}
+	// readers counts the clients reading each locally produced run;
+	// stamped marks the runs this process stamped detached.
+	readers map[string]int
+	stamped map[string]bool
+	wg      sync.WaitGroup
+
+	heartbeat time.Duration // 0: DefaultHeartbeat
+}
 
 // SetHeartbeat sets how often this handler's durable producers refresh
 // their lease (default DefaultHeartbeat). It must be well under the lease
@@ -53,25 +57,84 @@ func (p *producers) heartbeatEvery() time.Duration {
 	return DefaultHeartbeat
 }
 
-func (p *producers) add(runID string, cancel context.CancelCauseFunc) bool {
+// add registers runID's producer; when one is already registered it
+// returns false and the channel closed once that producer is ready.
+func (p *producers) add(runID string, cancel context.CancelCauseFunc) (bool, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cancel == nil {
 		p.cancel = map[string]context.CancelCauseFunc{}
+		p.ready = map[string]chan struct{}{}
 	}
 	if _, dup := p.cancel[runID]; dup {
-		return false
+		return false, p.ready[runID]
 	}
 	p.cancel[runID] = cancel
+	p.ready[runID] = make(chan struct{})
 	p.wg.Add(1)
-	return true
+	return true, nil
+}
+
+// markReady releases the duplicates of runID waiting in add.
+func (p *producers) markReady(runID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.ready[runID]; ok {
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+	}
 }
 
 func (p *producers) done(runID string) {
+	p.markReady(runID)
 	p.mu.Lock()
 	delete(p.cancel, runID)
+	delete(p.ready, runID)
+	delete(p.readers, runID)
+	delete(p.stamped, runID)
 	p.mu.Unlock()
 	p.wg.Done()
+}
+
+// attach counts a reader of runID and reports whether the run, produced
+// here, was stamped detached and must be un-stamped: a client is back.
+func (p *producers) attach(runID string) (unstamp bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, local := p.cancel[runID]; !local {
+		return false
+	}
+	if p.readers == nil {
+		p.readers, p.stamped = map[string]int{}, map[string]bool{}
+	}
+	p.readers[runID]++
+	unstamp = p.stamped[runID]
+	delete(p.stamped, runID)
+	return unstamp
+}
+
+// detach uncounts a reader of runID and reports whether it was the last
+// reader of a run still produced here: the run is now detached.
+func (p *producers) detach(runID string) (last bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.readers[runID]
+	if !ok {
+		return false
+	}
+	if n <= 1 {
+		delete(p.readers, runID)
+		_, local := p.cancel[runID]
+		if local {
+			p.stamped[runID] = true
+		}
+		return local
+	}
+	p.readers[runID] = n - 1
+	return false
 }
 
 func (p *producers) stop(runID string, cause error) bool {
@@ -84,8 +147,11 @@ func (p *producers) stop(runID string, cause error) bool {
 	return ok
 }
 
-// ErrCancelled is the cause a cancel request stops a producer with.
-var ErrCancelled = chat.ErrCancelRequested
+func (p *producers) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.cancel)
+}
 
 // startDurable starts (or finds) the producer of a fresh durable run and
 // serves its log from the start.
@@ -95,21 +161,20 @@ var ErrCancelled = chat.ErrCancelRequested
 // the run's first claim (ClaimIf epoch 0). A repeated fresh POST, here or on
 // another replica, or a POST of a run that already ended, loses that claim
 // and is served the log instead: the model is never run twice.
-func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, runID string, in *agui.RunInput, opts chat.Options, format agui.Format) {
-	if err := durable.CheckRunID(runID); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid X-Run-Id %q", runID))
-		return
-	}
-	if msg := repeatedResume(r); msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
-		return
-	}
+func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatRequest) {
+	runID := cr.runID
 	store := h.cfg.Store
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
-	if !h.prod.add(runID, cancel) {
+	added, ready := h.prod.add(runID, cancel)
+	if !added {
 		// The same fresh request again: it never starts a second producer.
 		cancel(nil)
-		h.serveLog(w, r, runID, durable.FromStart, format, nil)
+		select {
+		case <-ready:
+		case <-r.Context().Done():
+			return
+		}
+		h.serveLog(w, r, runID, durable.FromStart, cr.format, nil)
 		return
 	}
 	started := false
@@ -119,26 +184,30 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, runID str
 			cancel(nil)
 		}
 	}()
-	disc := chat.NewRunDisconnect()
-	opts.Disconnect = disc
-	bg := context.WithoutCancel(r.Context())
-	rec, err := store.CreateOrResume(bg, durable.RunRecord{RunID: runID, ThreadID: in.ThreadID, Status: durable.StatusRunning, StartedAt: time.Now()})
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "recording the run: "+err.Error())
+	if err := h.checkStoreHealthy(r.Context()); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "store_unhealthy", err.Error())
 		return
 	}
-	p := &producer{h: h, runID: runID, threadID: in.ThreadID, ctx: ctx, cancel: cancel, store: store}
-	if ts, ok := store.(durable.ThreadStore); ok && durable.ValidRunID(in.ThreadID) {
+	disc := chat.NewRunDisconnect()
+	cr.opts.Disconnect = disc
+	bg := context.WithoutCancel(r.Context())
+	rec, err := store.CreateOrResume(bg, durable.RunRecord{RunID: runID, ThreadID: cr.input.ThreadID, Status: durable.StatusRunning, StartedAt: time.Now(), Owner: string(cr.principal)})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "store", "recording the run: "+err.Error())
+		return
+	}
+	if rec.Owner != string(cr.principal) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("unknown run %q", runID))
+		return
+	}
+	p := &producer{h: h, runID: runID, threadID: cr.input.ThreadID, owner: cr.principal, ctx: ctx, cancel: cancel, store: store}
+	if ts, ok := store.(durable.ThreadStore); ok && durable.ValidRunID(cr.input.ThreadID) {
 		p.threads = ts
 	}
-	if rec.Status != durable.StatusRunning {
-		// Ended or paused: its log is all there is to serve.
-		h.serveLog(w, r, runID, durable.FromStart, format, nil)
-		return
-	}
-	if rec.CancelRequested != nil && *rec.CancelRequested {
-		// Cancelled: never start a producer for it; serve whatever log it has.
-		h.serveLog(w, r, runID, durable.FromStart, format, nil)
+	if rec.Status != durable.StatusRunning || (rec.CancelRequested != nil && *rec.CancelRequested) {
+		// Ended, paused or cancelled: never start a producer for it; its
+		// log is all there is to serve.
+		h.serveLog(w, r, runID, durable.FromStart, cr.format, nil)
 		return
 	}
 	if l, ok := store.(durable.Leaser); ok {
@@ -146,24 +215,29 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, runID str
 		if errors.Is(err, durable.ErrClaimNotAcquired) {
 			// Another producer (maybe on another replica) owns the run, or
 			// recovery ended it.
-			h.serveLog(w, r, runID, durable.FromStart, format, nil)
+			h.prod.markReady(runID)
+			h.serveLog(w, r, runID, durable.FromStart, cr.format, nil)
 			return
 		}
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, "claiming the run: "+err.Error())
+			writeError(w, http.StatusInternalServerError, "store", "claiming the run: "+err.Error())
 			return
 		}
 		p.fence = durable.NewFence(store, claim, h.cfg.Logger)
 		p.leaser = l
 	}
+	p.commits = newGroupCommit(p.append, h.cfg.linger())
 	if err := p.accept(); err != nil {
-		writeError(w, http.StatusInternalServerError, "appending to the run log: "+err.Error())
+		p.commits.stop()
+		writeError(w, http.StatusInternalServerError, "store", "appending to the run log: "+err.Error())
 		return
 	}
+	h.prod.markReady(runID)
+	opts := cr.opts
 	if p.threads != nil {
 		// The user's turn is visible to a reload at once, even while a slow
 		// middleware setup delays the first chunk. An empty request means
-		// "continue the stored thread" (docs/durable.md §6.1): nothing to overwrite it with.
+		// "continue the stored thread": nothing to overwrite it with.
 		if len(opts.Messages) > 0 {
 			if msgs, err := encodeUIMessages(opts.Messages); err == nil {
 				p.saveThread(msgs, nil)
@@ -174,24 +248,27 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, runID str
 		opts.Middleware = append(slices.Clip(opts.Middleware), p.transcript.middleware())
 	}
 	started = true
+	h.metrics.runStarted()
 	go func() {
 		defer h.prod.done(runID)
 		defer cancel(nil)
+		defer p.commits.stop()
 		p.run(opts)
 	}()
-	h.serveLog(w, r, runID, durable.FromStart, format, disc)
+	h.serveLog(w, r, runID, durable.FromStart, cr.format, disc)
 }
 
 type producer struct {
 	h        *Handler
 	runID    string
 	threadID string
+	owner    Principal
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	store    durable.Store
 	fence    *durable.Fence // nil: the store cannot fence (no durable.Leaser)
 	leaser   durable.Leaser // nil: no heartbeat
-	batch    [][]byte
+	commits  *groupCommit
 	w        *agui.Writer
 	terminal *agui.Event // last terminal event written to the log
 
@@ -201,21 +278,22 @@ type producer struct {
 
 func (p *producer) bg() context.Context { return context.WithoutCancel(p.ctx) }
 
-// flush appends the buffered events; append happens before any delivery,
-// because readers only ever see what the log holds.
-func (p *producer) flush() error {
-	if len(p.batch) == 0 {
-		return nil
-	}
+// append stores one batch: append happens before any delivery, because
+// readers only ever see what the log holds.
+func (p *producer) append(batch [][]byte) error {
+	start := time.Now()
 	var err error
 	if p.fence != nil {
-		_, err = p.fence.Append(p.bg(), p.batch)
+		_, err = p.fence.Append(p.bg(), batch)
 	} else {
-		_, err = p.store.Append(p.bg(), p.runID, p.batch)
+		_, err = p.store.Append(p.bg(), p.runID, batch)
 	}
-	p.batch = p.batch[:0]
+	p.h.metrics.appended(len(batch), time.Since(start))
 	return err
 }
+
+// flush waits until every event emitted so far is stored.
+func (p *producer) flush() error { return p.commits.flush() }
 
 // lost reports the claim-loss error once a successor (recovery, or another
 // driver) has taken the run over.
@@ -227,19 +305,11 @@ func (p *producer) lost() error {
 }
 
 func (p *producer) emit(e *agui.Event) error {
-	p.batch = append(p.batch, agui.AppendWire(nil, e))
 	if e.IsTerminal() {
 		c := *e
 		p.terminal = &c
 	}
-	switch e.Type {
-	case agui.RunStarted, agui.RunFinished, agui.RunError, agui.ToolCallEnd:
-		return p.flush()
-	}
-	if len(p.batch) >= p.h.cfg.batchSize() {
-		return p.flush()
-	}
-	return nil
+	return p.commits.add(agui.AppendWire(nil, e))
 }
 
 func (p *producer) accept() error {
@@ -251,36 +321,47 @@ func (p *producer) accept() error {
 	return p.flush()
 }
 
-// run drives the engine to its end whatever happens to the client, then
-// terminalizes and closes the log and the run record.
-func (p *producer) run(opts chat.Options) {
-	log := p.h.cfg.Logger.With("runId", p.runID)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		p.watch()
+// drive runs the engine and writes its events to the log. A panic in
+// anything the engine calls on this goroutine (adapter, middleware) is
+// recovered here and becomes the run's failure (code "internal"): it ends
+// this run alone.
+func (p *producer) drive(opts chat.Options) (sawTerminal bool, thrown error) {
+	defer func() {
+		if v := recover(); v != nil {
+			thrown = p.h.recovered(v, "runId", p.runID)
+		}
 	}()
-	defer func() { <-watched }()
-	defer p.cancel(nil) // stops the watcher
-	sawTerminal := false
-	var thrown error
 	for ev, err := range chat.Stream(p.ctx, opts) {
 		if err != nil {
-			thrown = err
-			break
+			return sawTerminal, err
 		}
 		sawTerminal = ev.IsTerminal()
 		if werr := p.w.Write(&ev); werr != nil {
+			log := p.h.cfg.Logger.With("runId", p.runID)
 			if errors.Is(werr, durable.ErrClaimLost) {
 				log.Warn("durable run taken over by a successor; stopping this producer", "error", werr)
 			} else {
 				log.Error("durable append failed; stopping the run", "error", werr)
 			}
 			p.cancel(werr)
-			thrown = werr
-			break
+			return sawTerminal, werr
 		}
 	}
+	return sawTerminal, nil
+}
+
+// run drives the engine to its end whatever happens to the client, then
+// terminalizes and closes the log and the run record.
+func (p *producer) run(opts chat.Options) {
+	log := p.h.cfg.Logger.With("runId", p.runID)
+	var watchers sync.WaitGroup
+	watchers.Go(func() {
+		defer p.h.recoverLogged("runId", p.runID)
+		p.watch()
+	})
+	defer watchers.Wait()
+	defer p.cancel(nil) // stops the watcher
+	sawTerminal, thrown := p.drive(opts)
 	if lost := p.lost(); lost != nil {
 		// The successor owns the log and the record now: write nothing
 		// more, not even a terminal, and leave the log to it.
@@ -289,9 +370,9 @@ func (p *producer) run(opts chat.Options) {
 	}
 	if p.detached(thrown) {
 		// Aborted (say, by a shutdown) after the run detached from its
-		// client, with no cancel (docs/durable.md §2): the events produced so far
-		// are stored, but the log stays open and un-terminalized and the
-		// record running, for whoever drives the run next (a takeover, or
+		// client, with no cancel: the events produced so far are stored,
+		// but the log stays open and un-terminalized and the record
+		// running, for whoever drives the run next (a takeover, or
 		// recovery's producer-lost end once this producer's lease lapses).
 		if err := p.flush(); err != nil {
 			log.Error("durable append failed", "error", err)
@@ -328,6 +409,14 @@ func (p *producer) run(opts chat.Options) {
 		log.Warn("durable run claim lost while finishing; leaving the log to the successor", "error", lost)
 		return
 	}
+	p.finish(log)
+}
+
+// finish saves the thread, closes the log and records the run's outcome.
+func (p *producer) finish(log interface {
+	Warn(string, ...any)
+	Error(string, ...any)
+}) {
 	// The transcript is saved before the record leaves running, so a
 	// hydration that finds no active run reads the final transcript.
 	if msgs, err := p.transcript.final(); err != nil {
@@ -350,6 +439,7 @@ func (p *producer) run(opts chat.Options) {
 	} else if t != nil && t.Outcome != nil && t.Outcome.Type == "interrupt" {
 		patch.Status = durable.Set(durable.StatusInterrupted)
 	}
+	p.h.metrics.runFinished(patch)
 	// Close before the record turns terminal: a crash in between leaves a
 	// running record over a closed log, which recovery finishes from the
 	// log's own terminal; the other order would leave readers parked on an
@@ -389,8 +479,8 @@ func (p *producer) closeLog() error {
 
 // detached reports whether the producer itself was aborted, without a
 // cancel, after the run recorded a detach verdict (DetachedSince set on its
-// record, as WithSandbox does when the client goes away) and without a
-// source error: such a run is not over, only this producer is.
+// record, stamped when the client went away) and without a source error:
+// such a run is not over, only this producer is.
 func (p *producer) detached(thrown error) bool {
 	if p.ctx.Err() == nil {
 		return false // not a producer abort (the run ended, or a middleware aborted it)
@@ -446,190 +536,4 @@ func (p *producer) watch() {
 			}
 		}
 	}
-}
-
-// serveLog streams a run's log after an offset until the log closes or the
-// client leaves. disc, when set, is notified if the client goes away.
-func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after string, format agui.Format, disc *chat.RunDisconnect) {
-	if msg := repeatedResume(r); msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
-		return
-	}
-	if after != durable.FromStart && after != durable.Now && !durable.ValidOffset(after) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid resume offset %q for run %q: malformed", after, runID))
-		return
-	}
-	sent := false
-	rc := http.NewResponseController(w)
-	var buf []byte
-	// Offsets are opaque, but the wire needs each to be a valid SSE id and
-	// never repeated (docs/durable.md §1.3): a backend breaking that fails the response
-	// rather than corrupting a client's cursor. Logs are totally ordered,
-	// so a repeat shows as the previous offset again (e.g. re-yielded after
-	// a wake-up); only that one is kept, so a long catch-up costs no memory.
-	prev := after
-	for e, err := range h.cfg.Store.Read(r.Context(), runID, after) {
-		if err == nil {
-			if e.Offset == prev || !durable.ValidOffset(e.Offset) {
-				err = fmt.Errorf("run log of %q yielded an invalid or repeated offset %q", runID, e.Offset)
-			}
-			prev = e.Offset
-		}
-		if err != nil {
-			if sent {
-				h.cfg.Logger.Error("reading the run log", "runId", runID, "error", err)
-				return
-			}
-			switch {
-			case errors.Is(err, durable.ErrInvalidOffset):
-				writeError(w, http.StatusBadRequest, err.Error())
-			case errors.Is(err, durable.ErrRunNotFound):
-				writeError(w, http.StatusNotFound, fmt.Sprintf("unknown run %q", runID))
-			default:
-				writeError(w, http.StatusInternalServerError, err.Error())
-			}
-			return
-		}
-		if !sent {
-			setStreamHeaders(w, format)
-			w.WriteHeader(http.StatusOK)
-			sent = true
-		}
-		buf = appendFrame(buf[:0], format, e)
-		_, err := w.Write(buf)
-		if err == nil {
-			err = rc.Flush()
-		}
-		if err != nil || r.Context().Err() != nil {
-			break
-		}
-	}
-	if r.Context().Err() != nil && disc != nil {
-		disc.Notify()
-	}
-	if !sent && r.Context().Err() == nil {
-		setStreamHeaders(w, format)
-		w.WriteHeader(http.StatusOK)
-	}
-}
-
-// repeatedResume names a resume cursor given more than once (two
-// Last-Event-ID headers, or ?offset= twice), which must never silently pick
-// one of them.
-func repeatedResume(r *http.Request) string {
-	if v := r.Header.Values("Last-Event-ID"); len(v) > 1 {
-		return fmt.Sprintf("repeated Last-Event-ID header: %q", v)
-	}
-	if v := r.URL.Query()["offset"]; len(v) > 1 {
-		return fmt.Sprintf("repeated offset query parameter: %q", v)
-	}
-	if v := r.Header.Values("X-Run-Id"); len(v) > 1 {
-		return fmt.Sprintf("repeated X-Run-Id header: %q", v)
-	}
-	if v := r.URL.Query()["runId"]; len(v) > 1 {
-		return fmt.Sprintf("repeated runId query parameter: %q", v)
-	}
-	return ""
-}
-
-func appendFrame(b []byte, format agui.Format, e durable.Entry) []byte {
-	if format == agui.NDJSON {
-		b = append(b, `{"id":`...)
-		b = agui.AppendString(b, e.Offset)
-		b = append(b, `,"chunk":`...)
-		b = append(b, e.Data...)
-		return append(b, '}', '\n')
-	}
-	b = append(b, "id: "...)
-	b = append(b, e.Offset...)
-	b = append(b, "\ndata: "...)
-	b = append(b, e.Data...)
-	return append(b, '\n', '\n')
-}
-
-func setStreamHeaders(w http.ResponseWriter, format agui.Format) {
-	hd := w.Header()
-	hd.Set("Content-Type", format.ContentType())
-	hd.Set("Cache-Control", "no-cache")
-	if format == agui.SSE {
-		hd.Set("Connection", "keep-alive")
-	}
-	hd.Set("X-Accel-Buffering", "no")
-}
-
-// serveGet handles joins (?runId&offset) and hydration (?threadId).
-func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if h.cfg.Store == nil {
-		writeError(w, http.StatusNotFound, "this server keeps no run logs")
-		return
-	}
-	if thread := q.Get("threadId"); thread != "" && q.Get("runId") == "" && r.Header.Get("X-Run-Id") == "" {
-		h.hydrate(w, r, thread)
-		return
-	}
-	runID := r.Header.Get("X-Run-Id")
-	if runID == "" {
-		runID = q.Get("runId")
-	}
-	offset := r.Header.Get("Last-Event-ID")
-	if offset == "" {
-		offset = q.Get("offset")
-	}
-	if offset == "" {
-		writeError(w, http.StatusBadRequest, NoResumeOffset)
-		return
-	}
-	if runID == "" {
-		writeError(w, http.StatusBadRequest, "No run id provided (expected an X-Run-Id header or a ?runId query parameter).")
-		return
-	}
-	h.serveLog(w, r, runID, offset, acceptFormat(r), nil)
-}
-
-// serveCancel records a cancel and stops the producer if it runs here
-// (producers elsewhere see the record within a poll interval).
-func (h *Handler) serveCancel(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "use POST")
-		return
-	}
-	if h.cfg.Store == nil {
-		writeError(w, http.StatusNotFound, "this server keeps no run records")
-		return
-	}
-	var body struct {
-		RunID string `json:"runId"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&body); err != nil || body.RunID == "" {
-		writeError(w, http.StatusBadRequest, "cancel body must be {\"runId\": \"...\"}")
-		return
-	}
-	if _, err := h.cfg.Store.Get(r.Context(), body.RunID); err != nil {
-		if errors.Is(err, durable.ErrRunNotFound) {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("unknown run %q", body.RunID))
-			return
-		}
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	if err := h.cfg.Store.Update(r.Context(), body.RunID, durable.RunPatch{CancelRequested: durable.Set(true)}); err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	local := h.prod.stop(body.RunID, chat.ErrCancelRequested)
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"runId": body.RunID, "cancelRequested": true, "stoppedHere": local})
-}
-
-// acceptFormat picks the wire format: NDJSON when the request accepts
-// application/x-ndjson or asks for ?format=ndjson (the TanStack client's
-// fetchHttpStream sends no Accept header, so point it at
-// /api/chat?format=ndjson), else SSE.
-func acceptFormat(r *http.Request) agui.Format {
-	if containsNDJSON(r.Header.Get("Accept")) || r.URL.Query().Get("format") == "ndjson" {
-		return agui.NDJSON
-	}
-	return agui.SSE
 }

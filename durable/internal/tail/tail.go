@@ -1,0 +1,202 @@
+// Package tail is the read side shared by the SQL backends: Read resolves
+// the start of a read, then pages through a run's log and parks on the
+// store's wake-ups until the log is closed and delivered. A backend
+// supplies one query (the log's state plus a page of entries, in one
+// snapshot); tailers woken together share it through package flight.
+package tail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/goai-sdk/goai/durable"
+	"github.com/goai-sdk/goai/durable/internal/flight"
+	"github.com/goai-sdk/goai/durable/internal/notify"
+)
+
+// State is one consistent view of a log: whether it exists, its tail,
+// whether it is closed, and a page of the entries after some seq. States
+// are shared between coalesced readers and must not be modified.
+type State struct {
+	Exists  bool
+	Last    int64
+	Closed  bool
+	Entries []durable.Entry
+}
+
+type key struct {
+	run   string
+	after int64
+	limit int
+}
+
+// Reader reads logs for one store. Set the fields before the first Read.
+type Reader struct {
+	// Scheme is the offset scheme of the store (durable.FormatOffset).
+	Scheme string
+	// Page is how many entries one query fetches.
+	Page int
+	// Poll, if positive, makes parked readers re-query at this interval
+	// (for logs written by another process that cannot wake them).
+	Poll time.Duration
+	// FirstChunkDeadline bounds a sentinel read's wait for a run's first
+	// entry; negative: until ctx ends.
+	FirstChunkDeadline time.Duration
+	// Hub is woken by the store after each commit of runID.
+	Hub *notify.Hub
+	// Closed reports a store that was shut down.
+	Closed func() bool
+	// Query returns runID's state and up to limit entries after seq after,
+	// in one snapshot; limit 0 asks for the state only.
+	Query func(ctx context.Context, runID string, after int64, limit int) (*State, error)
+
+	flight flight.Group[key, *State]
+}
+
+// errQuiet ends a read without an error: its context is done.
+var errQuiet = errors.New("quiet")
+
+func (t *Reader) fetch(ctx context.Context, runID string, after int64, limit int, tok flight.Token) (*State, error) {
+	return t.flight.Do(ctx, key{runID, after, limit}, tok, func(ctx context.Context) (*State, error) {
+		return t.Query(ctx, runID, after, limit)
+	})
+}
+
+// Read implements durable.Log.Read.
+func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durable.Entry, error] {
+	return func(yield func(durable.Entry, error) bool) {
+		pos, err := t.start(ctx, runID, after)
+		if err != nil {
+			if err != errQuiet && ctx.Err() == nil {
+				yield(durable.Entry{}, err)
+			}
+			return
+		}
+		for {
+			wake, release := t.Hub.Wait(runID)
+			if t.Closed() {
+				release()
+				yield(durable.Entry{}, durable.ErrStoreClosed)
+				return
+			}
+			st, err := t.fetch(ctx, runID, pos, t.Page, t.flight.Token(wake))
+			if err == nil && (!st.Exists || (pos < st.Last && len(st.Entries) == 0)) {
+				err = fmt.Errorf("%w: run %q was pruned during the read", durable.ErrRunNotFound, runID)
+			}
+			if err != nil {
+				release()
+				if ctx.Err() == nil {
+					yield(durable.Entry{}, err)
+				}
+				return
+			}
+			for _, e := range st.Entries {
+				if ctx.Err() != nil || !yield(e, nil) {
+					release()
+					return
+				}
+				pos++
+			}
+			switch {
+			case pos < st.Last:
+				release()
+				continue // more pages
+			case st.Closed:
+				release()
+				return
+			}
+			ok := t.park(ctx, wake, nil)
+			release()
+			if !ok {
+				return
+			}
+		}
+	}
+}
+
+// park waits for a wake-up (or the poll interval); false means ctx is done
+// or deadline passed.
+func (t *Reader) park(ctx context.Context, wake <-chan struct{}, deadline <-chan time.Time) bool {
+	var poll <-chan time.Time
+	if t.Poll > 0 {
+		tm := time.NewTimer(t.Poll)
+		defer tm.Stop()
+		poll = tm.C
+	}
+	select {
+	case <-wake:
+		return true
+	case <-poll:
+		return true
+	case <-deadline:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// start resolves after to the seq a read continues from.
+func (t *Reader) start(ctx context.Context, runID, after string) (int64, error) {
+	if err := durable.CheckRunID(runID); err != nil {
+		return 0, err
+	}
+	if t.Closed() {
+		return 0, durable.ErrStoreClosed
+	}
+	if after != durable.FromStart && after != durable.Now {
+		seq, err := durable.ParseOffset(t.Scheme, runID, after)
+		if err != nil {
+			return 0, err
+		}
+		st, err := t.Query(ctx, runID, 0, 0)
+		switch {
+		case err != nil:
+			return 0, err
+		case !st.Exists:
+			return 0, fmt.Errorf("%w: run %q (unknown or expired)", durable.ErrRunNotFound, runID)
+		case seq > st.Last:
+			return 0, durable.FutureOffsetError(runID, after)
+		}
+		return seq, nil
+	}
+	var deadline <-chan time.Time
+	if t.FirstChunkDeadline > 0 {
+		tm := time.NewTimer(t.FirstChunkDeadline)
+		defer tm.Stop()
+		deadline = tm.C
+	}
+	start := int64(-1)
+	for {
+		wake, release := t.Hub.Wait(runID)
+		st, err := t.fetch(ctx, runID, 0, 0, t.flight.Token(wake))
+		if err != nil {
+			release()
+			return 0, err
+		}
+		if start < 0 {
+			start = 0
+			if after == durable.Now {
+				start = st.Last
+			}
+		}
+		if st.Exists && (st.Last > 0 || st.Closed) {
+			release()
+			return start, nil
+		}
+		if t.Closed() {
+			release()
+			return 0, durable.ErrStoreClosed
+		}
+		ok := t.park(ctx, wake, deadline)
+		release()
+		if !ok {
+			if ctx.Err() != nil {
+				return 0, errQuiet
+			}
+			return 0, fmt.Errorf("%w: run %q produced no data within %v", durable.ErrRunNotFound, runID, t.FirstChunkDeadline)
+		}
+	}
+}

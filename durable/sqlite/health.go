@@ -1,0 +1,107 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/goai-sdk/goai/durable"
+)
+
+// migrations bring an older database to the current schema; each is
+// applied when the column it adds is missing.
+var migrations = []struct{ table, column, ddl string }{
+	{"goai_runs", "owner", `ALTER TABLE goai_runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''`},
+	{"goai_threads", "owner", `ALTER TABLE goai_threads ADD COLUMN owner TEXT NOT NULL DEFAULT ''`},
+}
+
+func migrate(db *sql.DB) error {
+	for _, m := range migrations {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, m.table, m.column).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := db.Exec(m.ddl); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := db.Exec(`CREATE INDEX IF NOT EXISTS goai_runs_finished ON goai_runs (finished_at) WHERE finished_at IS NOT NULL`)
+	return err
+}
+
+// watchFile records the database file's identity (device and inode) and
+// restricts it, its WAL and shared-memory files to the owner (0600): runs
+// hold conversations.
+func (s *Store) watchFile(path string) error {
+	s.path = path
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file::memory:") {
+		return nil
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("durable/sqlite: restricting %s to its owner: %w", p, err)
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("durable/sqlite: %w", err)
+	}
+	s.file = fi
+	return nil
+}
+
+// checkFile fails, for good, once the database file was removed or
+// replaced (another inode at the path): writes would go to a file nobody
+// will ever open again.
+func (s *Store) checkFile() error {
+	if p := s.sick.Load(); p != nil {
+		return *p
+	}
+	if s.file == nil {
+		return nil
+	}
+	fi, err := os.Stat(s.path)
+	var sick error
+	switch {
+	case os.IsNotExist(err):
+		sick = fmt.Errorf("%w: database file %s was removed", durable.ErrStoreUnhealthy, s.path)
+	case err != nil:
+		return fmt.Errorf("%w: %v", durable.ErrStoreUnhealthy, err) // maybe transient: not latched
+	case !os.SameFile(s.file, fi):
+		sick = fmt.Errorf("%w: database file %s was replaced", durable.ErrStoreUnhealthy, s.path)
+	default:
+		return nil
+	}
+	s.sick.CompareAndSwap(nil, &sick)
+	s.opts.Logger.Error("durable/sqlite: store unhealthy; refusing new runs", "error", sick)
+	return sick
+}
+
+// Healthy implements durable.Healther: the file is still the one opened
+// and, when deep, a write transaction commits.
+func (s *Store) Healthy(ctx context.Context, deep bool) error {
+	if s.isClosed() {
+		return fmt.Errorf("%w: %w", durable.ErrStoreUnhealthy, durable.ErrStoreClosed)
+	}
+	if err := s.checkFile(); err != nil {
+		return err
+	}
+	if !deep {
+		return nil
+	}
+	err := s.exec(ctx, "", func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS goai_probe (id INTEGER PRIMARY KEY, at INTEGER NOT NULL)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT OR REPLACE INTO goai_probe (id, at) VALUES (1, ?)`, s.opts.Now().UnixMilli())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%w: write probe: %w", durable.ErrStoreUnhealthy, err)
+	}
+	return nil
+}

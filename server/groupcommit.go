@@ -1,0 +1,138 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// groupCommit is a durable producer's append pipeline. Events are queued by
+// add without waiting; one goroutine appends whatever is queued as one batch
+// as soon as the previous append has finished, and, when it was idle, after
+// lingering at most linger for the events right behind the first. Batching
+// thus never delays an event by more than one append plus linger at any
+// token rate, and a fast producer still gets large batches (everything
+// queued during one append is the next batch).
+type groupCommit struct {
+	appendBatch func([][]byte) error
+	linger      time.Duration
+
+	mu      sync.Mutex
+	stored  *sync.Cond // broadcast after each append
+	queued  [][]byte
+	pending int   // entries added and not yet stored (queued or in flight)
+	err     error // the first append error; every later add and flush fails with it
+
+	kick  chan struct{} // something was queued
+	hurry chan struct{} // a flush waits: skip the linger
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+func newGroupCommit(appendBatch func([][]byte) error, linger time.Duration) *groupCommit {
+	g := &groupCommit{
+		appendBatch: appendBatch, linger: linger,
+		kick: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{}),
+	}
+	g.stored = sync.NewCond(&g.mu)
+	go g.loop()
+	return g
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// add queues one entry. It fails once an append has failed.
+func (g *groupCommit) add(entry []byte) error {
+	g.mu.Lock()
+	if g.err != nil {
+		g.mu.Unlock()
+		return g.err
+	}
+	g.queued = append(g.queued, entry)
+	g.pending++
+	g.mu.Unlock()
+	signal(g.kick)
+	return nil
+}
+
+// flush waits until everything queued so far is stored, skipping the
+// linger, and returns the first append error.
+func (g *groupCommit) flush() error {
+	signal(g.hurry)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.pending > 0 && g.err == nil {
+		g.stored.Wait()
+	}
+	return g.err
+}
+
+// stop stores what is queued and ends the appender.
+func (g *groupCommit) stop() {
+	close(g.quit)
+	<-g.done
+}
+
+func (g *groupCommit) loop() {
+	defer close(g.done)
+	for {
+		select {
+		case <-g.kick:
+		case <-g.quit:
+			g.drain()
+			return
+		}
+		if g.linger > 0 {
+			t := time.NewTimer(g.linger)
+			select {
+			case <-t.C:
+			case <-g.hurry:
+			case <-g.quit:
+			}
+			t.Stop()
+		}
+		g.drain()
+	}
+}
+
+// drain appends batches until nothing is queued.
+func (g *groupCommit) drain() {
+	for {
+		g.mu.Lock()
+		batch := g.queued
+		g.queued = nil
+		failed := g.err != nil
+		g.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		var err error
+		if !failed {
+			err = g.safeAppend(batch)
+		}
+		g.mu.Lock()
+		g.pending -= len(batch)
+		if err != nil && g.err == nil {
+			g.err = err
+		}
+		g.stored.Broadcast()
+		g.mu.Unlock()
+	}
+}
+
+// safeAppend turns a panic of the store into the append's error, so the
+// run fails alone.
+func (g *groupCommit) safeAppend(batch [][]byte) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("append panicked: %v", v)
+		}
+	}()
+	return g.appendBatch(batch)
+}

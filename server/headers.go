@@ -1,0 +1,130 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/goai-sdk/goai/agui"
+)
+
+// apiError is the body of every error response.
+type apiError struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// writeError answers {"error": msg, "code": code} with status.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, apiError{Error: msg, Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the response failed","code":"internal"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// isJSON reports whether a Content-Type names JSON. Browsers cannot send it
+// cross-origin without a CORS preflight, which is what makes it a CSRF
+// defence.
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+// readBody reads a request body of at most limit bytes, answering 413 or 400
+// itself on failure.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		// The rest of the body is not worth waiting for: the connection
+		// closes after the answer (the read deadline stays, so discarding
+		// the unread body cannot hang on a slow client).
+		w.Header().Set("Connection", "close")
+		if isTimeout(err) {
+			writeError(w, http.StatusRequestTimeout, "body_timeout", "the request body was not received in time")
+			return nil, false
+		}
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body exceeds %d bytes", mbe.Limit))
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, "bad_body", "reading request body: "+err.Error())
+		return nil, false
+	}
+	// The body is in: lift the guard's read deadline, which would
+	// otherwise end the request's context mid-stream.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	return body, true
+}
+
+// decodeJSONBody decodes a small JSON body into v, answering 400 itself.
+func decodeJSONBody(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	body, ok := readBody(w, r, limit)
+	if !ok {
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "body is not the expected JSON object: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func setStreamHeaders(w http.ResponseWriter, format agui.Format) {
+	hd := w.Header()
+	hd.Set("Content-Type", format.ContentType())
+	hd.Set("Cache-Control", "no-cache")
+	if format == agui.SSE {
+		hd.Set("Connection", "keep-alive")
+	}
+	hd.Set("X-Accel-Buffering", "no")
+}
+
+// acceptFormat picks the wire format: NDJSON when the request accepts
+// application/x-ndjson or asks for ?format=ndjson (the TanStack client's
+// fetchHttpStream sends no Accept header, so point it at
+// /api/chat?format=ndjson), else SSE.
+func acceptFormat(r *http.Request) agui.Format {
+	if strings.Contains(r.Header.Get("Accept"), "application/x-ndjson") || r.URL.Query().Get("format") == "ndjson" {
+		return agui.NDJSON
+	}
+	return agui.SSE
+}
+
+// flushWriter flushes after every frame so events reach the client as they
+// are produced.
+type flushWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil {
+		return n, err
+	}
+	return n, f.rc.Flush()
+}
+
+// clientIP is the remote address without its port.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

@@ -1,0 +1,258 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/durable"
+)
+
+// NoResumeOffset is the 400 body of a join without an offset (the
+// reference's exact message).
+const NoResumeOffset = "No resume offset provided (expected a Last-Event-ID header or an ?offset query parameter)."
+
+// startGrace is how long a reader of a run whose record says it is running
+// waits for the run's first log entry: a duplicate request on another
+// replica may arrive before the producer stored anything.
+const startGrace = 10 * time.Second
+
+// join serves GET joins: the offset comes from Last-Event-ID or ?offset,
+// else def ("" makes it required).
+func (h *Handler) join(w http.ResponseWriter, r *http.Request, runID, def string) {
+	if h.cfg.Store == nil {
+		writeError(w, http.StatusNotFound, "no_store", "this server keeps no run logs")
+		return
+	}
+	principal, ok := h.authorize(w, r, ActionJoin)
+	if !ok {
+		return
+	}
+	if msg := repeatedResume(r); msg != "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", msg)
+		return
+	}
+	offset := r.Header.Get("Last-Event-ID")
+	if offset == "" {
+		offset = r.URL.Query().Get("offset")
+	}
+	if offset == "" {
+		offset = def
+	}
+	if offset == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", NoResumeOffset)
+		return
+	}
+	if runID == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", "No run id provided (expected an X-Run-Id header or a ?runId query parameter).")
+		return
+	}
+	if !h.ownsRun(w, r, runID, principal) {
+		return
+	}
+	h.serveLog(w, r, runID, offset, acceptFormat(r), nil)
+}
+
+// ownsRun answers 404 (existence is private) unless principal owns runID;
+// an unknown run passes, for the log read to answer.
+func (h *Handler) ownsRun(w http.ResponseWriter, r *http.Request, runID string, principal Principal) bool {
+	if err := checkID("run id", runID); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return false
+	}
+	rec, err := h.cfg.Store.Get(r.Context(), runID)
+	switch {
+	case errors.Is(err, durable.ErrRunNotFound):
+		return true
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "store", "reading the run record: "+err.Error())
+		return false
+	case rec.Owner != string(principal):
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("unknown run %q", runID))
+		return false
+	}
+	return true
+}
+
+// ownsThread answers 403 unless principal may write threadID: a thread
+// saved, or with a run started, by another principal is theirs.
+func (h *Handler) ownsThread(w http.ResponseWriter, r *http.Request, threadID string, principal Principal) bool {
+	owner, found, err := h.threadOwner(r.Context(), threadID)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "store", "reading the thread: "+err.Error())
+		return false
+	}
+	if found && owner != principal {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("thread %q belongs to another user", threadID))
+		return false
+	}
+	return true
+}
+
+func (h *Handler) threadOwner(ctx context.Context, threadID string) (Principal, bool, error) {
+	if h.cfg.Store == nil || threadID == "" {
+		return "", false, nil
+	}
+	if ts, ok := h.cfg.Store.(durable.ThreadStore); ok {
+		th, found, err := ts.LoadThread(ctx, threadID)
+		if err != nil || found {
+			return Principal(th.Owner), found, err
+		}
+	}
+	runs, err := h.cfg.Store.ListByThread(ctx, threadID)
+	if err != nil || len(runs) == 0 {
+		return "", false, err
+	}
+	return Principal(runs[0].Owner), true, nil
+}
+
+// serveLog streams a run's log after an offset until the log closes or the
+// client leaves. disc, when set, is notified if the client goes away.
+func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after string, format agui.Format, disc *chat.RunDisconnect) {
+	if after != durable.FromStart && after != durable.Now && !durable.ValidOffset(after) {
+		writeError(w, http.StatusBadRequest, "invalid_offset", fmt.Sprintf("invalid resume offset %q for run %q: malformed", after, runID))
+		return
+	}
+	h.metrics.streams.Add(1)
+	defer h.metrics.streams.Add(-1)
+	if h.prod.attach(runID) {
+		h.setDetached(runID, false)
+	}
+	ended := false
+	defer func() {
+		if h.prod.detach(runID) && !ended && r.Context().Err() != nil {
+			h.setDetached(runID, true)
+		}
+	}()
+	sent := false
+	rc := http.NewResponseController(w)
+	var buf []byte
+	// Offsets are opaque, but the wire needs each to be a valid SSE id and
+	// never repeated: a backend breaking that fails the response rather
+	// than corrupting a client's cursor. Logs are totally ordered, so a
+	// repeat shows as the previous offset again (e.g. re-yielded after a
+	// wake-up); only that one is kept, so a long catch-up costs no memory.
+	prev := after
+	graceUntil := time.Now().Add(startGrace)
+read:
+	for {
+		for e, err := range h.cfg.Store.Read(r.Context(), runID, after) {
+			if err == nil {
+				if e.Offset == prev || !durable.ValidOffset(e.Offset) {
+					err = fmt.Errorf("run log of %q yielded an invalid or repeated offset %q", runID, e.Offset)
+				}
+				prev = e.Offset
+			}
+			if err != nil {
+				if sent {
+					h.cfg.Logger.Error("reading the run log", "runId", runID, "error", err)
+					return
+				}
+				if errors.Is(err, durable.ErrRunNotFound) && after == durable.FromStart && h.startingElsewhere(r.Context(), runID, graceUntil) {
+					continue read
+				}
+				switch {
+				case errors.Is(err, durable.ErrInvalidOffset):
+					writeError(w, http.StatusBadRequest, "invalid_offset", err.Error())
+				case errors.Is(err, durable.ErrRunNotFound):
+					writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("unknown run %q", runID))
+				default:
+					writeError(w, http.StatusInternalServerError, "store", err.Error())
+				}
+				return
+			}
+			if !sent {
+				setStreamHeaders(w, format)
+				w.WriteHeader(http.StatusOK)
+				sent = true
+			}
+			buf = agui.AppendFrame(buf[:0], format, e.Offset, e.Data)
+			_, err := w.Write(buf)
+			if err == nil {
+				err = rc.Flush()
+			}
+			if err != nil || r.Context().Err() != nil {
+				// The client is gone: a failed write or flush ends delivery.
+				if disc != nil {
+					disc.Notify()
+				}
+				return
+			}
+		}
+		break
+	}
+	if r.Context().Err() != nil {
+		if disc != nil {
+			disc.Notify()
+		}
+		return
+	}
+	ended = true
+	if !sent {
+		setStreamHeaders(w, format)
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// startingElsewhere reports, after a short pause, whether runID's record
+// says it is running but its producer has stored nothing yet (a duplicate
+// request racing the first, maybe on another replica), so the read is worth
+// retrying until deadline.
+func (h *Handler) startingElsewhere(ctx context.Context, runID string, deadline time.Time) bool {
+	if time.Now().After(deadline) {
+		return false
+	}
+	rec, err := h.cfg.Store.Get(ctx, runID)
+	if err != nil || rec.Status != durable.StatusRunning || time.Since(rec.StartedAt) > startGrace {
+		return false
+	}
+	t := time.NewTimer(20 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// setDetached records that a durable run produced here has no client left
+// (so the detached-run reaper, Recovery.DetachedTTL, applies to it), or
+// that a client is back.
+func (h *Handler) setDetached(runID string, detached bool) {
+	ctx := context.Background()
+	rec, err := h.cfg.Store.Get(ctx, runID)
+	if err != nil || rec.Status != durable.StatusRunning || (rec.DetachedSince != nil) == detached {
+		return
+	}
+	patch := durable.RunPatch{DetachedSince: durable.Clear[time.Time]()}
+	if detached {
+		patch.DetachedSince = durable.Set(time.Now())
+	}
+	if err := h.cfg.Store.Update(ctx, runID, patch); err != nil {
+		h.cfg.Logger.Warn("recording the run's client presence failed", "runId", runID, "detached", detached, "error", err)
+	}
+}
+
+// repeatedResume names a resume cursor given more than once (two
+// Last-Event-ID headers, or ?offset= twice), which must never silently pick
+// one of them.
+func repeatedResume(r *http.Request) string {
+	if v := r.Header.Values("Last-Event-ID"); len(v) > 1 {
+		return fmt.Sprintf("repeated Last-Event-ID header: %q", v)
+	}
+	if v := r.URL.Query()["offset"]; len(v) > 1 {
+		return fmt.Sprintf("repeated offset query parameter: %q", v)
+	}
+	if v := r.Header.Values("X-Run-Id"); len(v) > 1 {
+		return fmt.Sprintf("repeated X-Run-Id header: %q", v)
+	}
+	if v := r.URL.Query()["runId"]; len(v) > 1 {
+		return fmt.Sprintf("repeated runId query parameter: %q", v)
+	}
+	return ""
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
+)
+
+// chatRequest is a POST /api/chat decoded once into engine options.
+type chatRequest struct {
+	input     *agui.RunInput
+	opts      chat.Options
+	format    agui.Format
+	runID     string // X-Run-Id: "" for a plain stream
+	lastEvent string // Last-Event-ID: a re-attach
+	principal Principal
+}
+
+// maxIDLen bounds run and thread ids: they are keys in the store and
+// appear in offsets and logs.
+const maxIDLen = 256
+
+// checkID reports an id the server does not accept: too long, not UTF-8,
+// or holding control characters.
+func checkID(what, id string) error {
+	if len(id) > maxIDLen {
+		return fmt.Errorf("%s is longer than %d bytes", what, maxIDLen)
+	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%s is not valid UTF-8", what)
+	}
+	for _, c := range id {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%s holds a control character", what)
+		}
+	}
+	return nil
+}
+
+// decodeChat reads and validates a chat POST and builds its engine
+// options: the body is parsed once (agui.ParseRunInput), the messages
+// converted from that parse. On failure it has answered the request.
+func (h *Handler) decodeChat(w http.ResponseWriter, r *http.Request) (*chatRequest, bool) {
+	body, ok := readBody(w, r, h.cfg.MaxBodyBytes)
+	if !ok {
+		return nil, false
+	}
+	in, err := agui.ParseRunInput(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return nil, false
+	}
+	for what, id := range map[string]string{"threadId": in.ThreadID, "runId": in.RunID, "parentRunId": in.ParentRunID} {
+		if err := checkID(what, id); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+			return nil, false
+		}
+	}
+	msgs, _, err := agui.ConvertMessages(in.RawMessages)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "messages: "+err.Error())
+		return nil, false
+	}
+	opts, err := h.cfg.Options(&Request{HTTP: r, Input: in, Messages: msgs})
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return nil, false
+	}
+	opts.Messages = msgs
+	opts.ThreadID = in.ThreadID
+	opts.RunID = in.RunID
+	opts.ParentRunID = in.ParentRunID
+	opts.State = in.State
+	for _, e := range in.Resume {
+		opts.Resume = append(opts.Resume, chat.ResumeItem{InterruptID: e.InterruptID, Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
+	}
+	opts.Tools = MergeTools(opts.Tools, in.Tools)
+	if opts.OutputSchema == nil {
+		// A client asks for structured output with forwardedProps.outputSchema.
+		var fp struct {
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if json.Unmarshal(in.ForwardedProps, &fp) == nil && len(fp.OutputSchema) > 0 && string(fp.OutputSchema) != "null" {
+			opts.OutputSchema = fp.OutputSchema
+		}
+	}
+	if err := chat.Check(&opts); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return nil, false
+	}
+	cr := &chatRequest{input: in, opts: opts, format: acceptFormat(r)}
+	if h.cfg.Store != nil {
+		cr.runID = r.Header.Get("X-Run-Id")
+		cr.lastEvent = r.Header.Get("Last-Event-ID")
+	}
+	if cr.runID != "" {
+		if err := checkID("X-Run-Id", cr.runID); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+			return nil, false
+		}
+		cr.opts.RunID = cr.runID
+	}
+	return cr, true
+}
