@@ -78,7 +78,7 @@ func (e *FileHookEvent) Before(ctx context.Context) string {
 	if e.baseSHA == "" {
 		return ""
 	}
-	res, err := e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root})
+	res, err := e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root, MaxOutputBytes: UnlimitedOutput})
 	if err != nil {
 		logWarn(e.logger, "sandbox before() git show failed", "path", e.Path, "error", err)
 		return ""
@@ -101,7 +101,7 @@ func (e *FileHookEvent) Diff(ctx context.Context) string {
 		}
 		return SynthesizeAddPatch(rel, e.After(ctx))
 	}
-	res, err := e.handle.Exec(ctx, "git diff "+Quote(e.baseSHA)+" -- "+Quote(rel), ExecOptions{Dir: e.root})
+	res, err := e.handle.Exec(ctx, "git diff "+Quote(e.baseSHA)+" -- "+Quote(rel), ExecOptions{Dir: e.root, MaxOutputBytes: UnlimitedOutput})
 	if err != nil {
 		logWarn(e.logger, "sandbox diff() git diff failed", "path", e.Path, "error", err)
 		return ""
@@ -124,8 +124,8 @@ func (e *FileHookEvent) Diff(ctx context.Context) string {
 		probeErr error
 		wg       sync.WaitGroup
 	)
-	wg.Go(func() { probe, probeErr = e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root}) })
-	ci, err := e.handle.Exec(ctx, "git check-ignore -q -- "+Quote(rel), ExecOptions{Dir: e.root})
+	wg.Go(func() { probe, probeErr = e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root, MaxOutputBytes: UnlimitedOutput}) })
+	ci, err := e.handle.Exec(ctx, "git check-ignore -q -- "+Quote(rel), ExecOptions{Dir: e.root, MaxOutputBytes: UnlimitedOutput})
 	wg.Wait()
 	switch {
 	case err != nil:

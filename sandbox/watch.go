@@ -218,7 +218,7 @@ func newPollWatch(h Handle, opts WatchOptions) *pollWatch {
 // snapshot is not parsed (snap is nil) since nothing changed.
 func (p *pollWatch) poll(ctx context.Context, initial bool) (snap *FileSnapshot, raw string, complete, ok bool) {
 	log := p.opts.Logger
-	res, err := p.h.Exec(ctx, p.cmd, ExecOptions{Dir: p.opts.Root})
+	res, err := p.h.Exec(ctx, p.cmd, ExecOptions{Dir: p.opts.Root, MaxOutputBytes: UnlimitedOutput})
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:

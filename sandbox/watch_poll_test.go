@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/sandboxtest"
 )
@@ -73,7 +74,7 @@ func TestItem18NonZeroEmptyKeepsSnapshot(t *testing.T) {
 		t.Fatalf("events %v", got)
 	}
 	warns := rec.Find(slog.LevelWarn, "non-zero")
-	if len(warns) != 1 || warns[0].Category != sandbox.CategoryErrors {
+	if len(warns) != 1 || warns[0].Category != chat.CatErrors {
 		t.Fatalf("warns %+v", rec.Records())
 	}
 }

@@ -474,3 +474,89 @@ func TestNativeContextCancelReleasesInotify(t *testing.T) {
 	}
 	cancel() // no Stop: the context alone must release the watch
 }
+
+// TestBubblewrapHoldsAsRoot runs as whatever user the tests run as (root in
+// CI and in containers): a bubblewrapped command has no capability, cannot
+// make a read-only path writable, cannot read /etc/shadow, the home
+// directory or a data directory outside its workspace, and inherits no host
+// secret from the environment.
+func TestBubblewrapHoldsAsRoot(t *testing.T) {
+	requireBwrap(t)
+	const secret = "sk-goai-test-secret-value-4242"
+	t.Setenv("GOAI_SECRET", secret)
+	t.Setenv("OPENAI_API_KEY", secret)
+	dataDir := t.TempDir() // stands for the goai data directory (.goai)
+	if err := os.WriteFile(filepath.Join(dataDir, "goai.db"), []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, h := create(t, local.Options{Isolation: local.IsolationBubblewrap})
+	run := func(cmd string) sandbox.ExecResult {
+		t.Helper()
+		res, err := h.Exec(ctx, cmd, sandbox.ExecOptions{Env: map[string]string{"PASSED": "yes"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	if res := run("grep CapEff /proc/self/status"); !strings.Contains(res.Stdout, "0000000000000000") {
+		t.Fatalf("capabilities kept: %q", res.Stdout)
+	}
+	if res := run("grep CapBnd /proc/self/status"); !strings.Contains(res.Stdout, "0000000000000000") {
+		t.Fatalf("bounding set kept: %q", res.Stdout)
+	}
+	if os.Getuid() == 0 {
+		if res := run("id -u"); strings.TrimSpace(res.Stdout) == "0" {
+			// Allowed only where the kernel refuses user namespaces.
+			if probe := exec.Command("bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"); probe.Run() == nil {
+				t.Fatalf("runs as uid 0 although user namespaces are available")
+			}
+		}
+	}
+
+	probe := fmt.Sprintf("/usr/goai-remount-probe-%d", time.Now().UnixNano())
+	defer os.Remove(probe)
+	res := run("mount --bind /usr /usr && mount -o remount,bind,rw /usr && touch " + probe + " && echo REMOUNTED")
+	if strings.Contains(res.Stdout, "REMOUNTED") || res.ExitCode == 0 {
+		t.Fatalf("remounted /usr writable: %+v", res)
+	}
+	if res := run("mount -t tmpfs none /usr/local 2>&1; echo rc=$?"); strings.Contains(res.Stdout, "rc=0") {
+		t.Fatalf("mounted over /usr/local: %q", res.Stdout)
+	}
+	if _, err := os.Stat(probe); err == nil {
+		t.Fatal("wrote to the host's /usr")
+	}
+
+	if res := run("cat /etc/shadow"); res.ExitCode == 0 || res.Stdout != "" {
+		t.Fatalf("read /etc/shadow: %+v", res)
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		if res := run("ls -A " + sandbox.Quote(home)); res.ExitCode == 0 && strings.TrimSpace(res.Stdout) != "" {
+			t.Fatalf("sees the home directory %s: %q", home, res.Stdout)
+		}
+	}
+	if res := run("cat " + sandbox.Quote(filepath.Join(dataDir, "goai.db"))); res.ExitCode == 0 || strings.Contains(res.Stdout, secret) {
+		t.Fatalf("read the data directory: %+v", res)
+	}
+	for _, dir := range []string{"/root", "/var", "/run", "/home"} {
+		if res := run("ls -A " + dir + " 2>/dev/null | head -1"); strings.TrimSpace(res.Stdout) != "" {
+			t.Fatalf("host %s is visible: %q", dir, res.Stdout)
+		}
+	}
+
+	res = run("env")
+	if strings.Contains(res.Stdout, secret) || strings.Contains(res.Stdout, "GOAI_SECRET") || strings.Contains(res.Stdout, "OPENAI_API_KEY") {
+		t.Fatalf("host secret leaked into the environment:\n%s", res.Stdout)
+	}
+	if !strings.Contains(res.Stdout, "PASSED=yes") || !strings.Contains(res.Stdout, "PATH=") {
+		t.Fatalf("environment lacks PATH or the passed variable:\n%s", res.Stdout)
+	}
+	if res := run("cat /proc/1/environ | tr '\\000' '\\n'"); strings.Contains(res.Stdout, secret) {
+		t.Fatal("host secret visible through /proc/1/environ")
+	}
+	// The workspace is still usable: git runs and writes there.
+	if res := run("git init -q . && git config user.email a@b && git config user.name n && echo x > f && git add f && git commit -qm m && git rev-parse HEAD"); res.ExitCode != 0 {
+		t.Fatalf("git in the workspace: %+v", res)
+	}
+}

@@ -1,17 +1,18 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 )
 
@@ -26,15 +27,21 @@ const killGrace = 2 * time.Second
 const bwrapKillGrace = 200 * time.Millisecond
 
 func (h *Handle) environ(extra map[string]string) []string {
-	scrub := map[string]bool{}
-	for _, k := range h.p.opts.ScrubEnv {
-		scrub[k] = true
-	}
 	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := bytes.Cut([]byte(kv), []byte("="))
-		if !scrub[string(k)] {
-			env = append(env, kv)
+	if h.p.opts.Isolation == IsolationBubblewrap {
+		for k, v := range isolatedEnviron() {
+			env = append(env, k+"="+v)
+		}
+	} else {
+		scrub := map[string]bool{}
+		for _, k := range h.p.opts.ScrubEnv {
+			scrub[k] = true
+		}
+		for _, kv := range os.Environ() {
+			k, _, _ := strings.Cut(kv, "=")
+			if !scrub[k] {
+				env = append(env, kv)
+			}
 		}
 	}
 	h.mu.Lock()
@@ -62,18 +69,7 @@ func (h *Handle) command(ctx context.Context, cmd string, opts sandbox.ExecOptio
 	}
 	var c *exec.Cmd
 	if h.p.opts.Isolation == IsolationBubblewrap {
-		args := []string{
-			"--ro-bind", "/", "/",
-			"--dev", "/dev",
-			"--proc", "/proc",
-			"--tmpfs", "/tmp",
-			"--bind", h.root, h.root,
-			"--chdir", dir,
-			"--unshare-all",
-			"--die-with-parent",
-			"--new-session",
-			"--", "sh", "-c", cmd,
-		}
+		args := h.bwrapArgs(dir, cmd)
 		c = exec.CommandContext(ctx, h.p.bwrap(), args...)
 	} else {
 		c = exec.CommandContext(ctx, "sh", "-c", cmd)
@@ -104,7 +100,17 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// Exec runs cmd with sh -c to completion. A process killed by a signal
+func execResult(stdout, stderr *sandbox.CappedBuffer, code int) sandbox.ExecResult {
+	return sandbox.ExecResult{
+		Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: code,
+		Truncated:     stdout.Truncated() || stderr.Truncated(),
+		StdoutDropped: stdout.Dropped(), StderrDropped: stderr.Dropped(),
+	}
+}
+
+// Exec runs cmd with sh -c to completion, buffering at most
+// ExecOptions.MaxOutputBytes (else Options.MaxOutputBytes, else
+// sandbox.DefaultMaxOutputBytes) of each stream. A process killed by a signal
 // reports 128+signal. If ctx is cancelled the process group is killed and
 // ctx's error is returned.
 func (h *Handle) Exec(ctx context.Context, cmd string, opts sandbox.ExecOptions) (sandbox.ExecResult, error) {
@@ -112,14 +118,15 @@ func (h *Handle) Exec(ctx context.Context, cmd string, opts sandbox.ExecOptions)
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}
-	var stdout, stderr bytes.Buffer
-	c.Stdout, c.Stderr = &stdout, &stderr
+	limit := sandbox.OutputLimit(opts.MaxOutputBytes, h.p.opts.MaxOutputBytes)
+	stdout, stderr := &sandbox.CappedBuffer{Max: limit}, &sandbox.CappedBuffer{Max: limit}
+	c.Stdout, c.Stderr = stdout, stderr
 	if err := c.Start(); err != nil {
 		return sandbox.ExecResult{}, fmt.Errorf("local: exec: %w", err)
 	}
 	h.reg.add(c.Process.Pid)
 	err = c.Wait()
-	res := sandbox.ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: exitCode(c.ProcessState)}
+	res := execResult(stdout, stderr, exitCode(c.ProcessState))
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("local: exec: %w", ctx.Err())
 	}
@@ -253,6 +260,6 @@ func (p *process) Kill(sig os.Signal) error {
 	if err == nil || errors.Is(err, syscall.ESRCH) {
 		return nil
 	}
-	p.h.p.logger.Warn("local: kill process group failed; signalling the process", "category", sandbox.CategoryErrors, "pid", p.PID(), "error", err)
+	p.h.p.logger.Warn("local: kill process group failed; signalling the process", "category", chat.CatErrors, "pid", p.PID(), "error", err)
 	return p.c.Process.Signal(s)
 }

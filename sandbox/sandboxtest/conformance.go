@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +26,7 @@ import (
 func Run(t *testing.T, newProvider func(t *testing.T) sandbox.Provider) {
 	t.Run("Capabilities", func(t *testing.T) { testCapabilities(t, newHandle(t, newProvider)) })
 	t.Run("Exec", func(t *testing.T) { testExec(t, newHandle(t, newProvider)) })
+	t.Run("ExecOutputCap", func(t *testing.T) { testExecOutputCap(t, newHandle(t, newProvider)) })
 	t.Run("Spawn", func(t *testing.T) { testSpawn(t, newHandle(t, newProvider)) })
 	t.Run("Kill", func(t *testing.T) { testKill(t, newHandle(t, newProvider)) })
 	t.Run("FS", func(t *testing.T) { testFS(t, newHandle(t, newProvider)) })
@@ -108,6 +111,49 @@ func testExec(t *testing.T, h sandbox.Handle) {
 	}
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("cancelled exec took %v", el)
+	}
+}
+
+// testExecOutputCap: Exec keeps at most MaxOutputBytes of each stream,
+// says what it cut, and a command printing far more than that neither
+// fails nor makes the caller allocate its output.
+func testExecOutputCap(t *testing.T, h sandbox.Handle) {
+	ctx := context.Background()
+	res, err := h.Exec(ctx, `head -c 3000 /dev/zero | tr '\000' a; printf '\342\202\254\342\202\254' >&2; exit 4`, sandbox.ExecOptions{MaxOutputBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 4 || res.Stdout != strings.Repeat("a", 1000) || !res.Truncated || res.StdoutDropped != 2000 {
+		t.Fatalf("capped stdout: exit %d, %d bytes, truncated %v, dropped %d", res.ExitCode, len(res.Stdout), res.Truncated, res.StdoutDropped)
+	}
+	if res.Stderr != "€€" || res.StderrDropped != 0 {
+		t.Fatalf("stderr %q dropped %d", res.Stderr, res.StderrDropped)
+	}
+	// A rune cut by the cap is left out, not half-kept.
+	res, err = h.Exec(ctx, `printf 'ab\342\202\254'`, sandbox.ExecOptions{MaxOutputBytes: 4})
+	if err != nil || res.Stdout != "ab" || !res.Truncated {
+		t.Fatalf("cut rune: %q truncated %v err %v", res.Stdout, res.Truncated, err)
+	}
+	// The default cap, under a flood: 64 MiB printed, 1 MiB kept, and the
+	// caller allocates nowhere near the flood.
+	const flood = 64 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err = h.Exec(ctx, "head -c "+strconv.Itoa(flood)+" /dev/zero", sandbox.ExecOptions{})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || len(res.Stdout) != sandbox.DefaultMaxOutputBytes || !res.Truncated || res.StdoutDropped != flood-sandbox.DefaultMaxOutputBytes {
+		t.Fatalf("flood: exit %d, kept %d, truncated %v, dropped %d", res.ExitCode, len(res.Stdout), res.Truncated, res.StdoutDropped)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > flood/2 {
+		t.Fatalf("Exec allocated %d bytes for a %d-byte flood", grew, flood)
+	}
+	// Unlimited keeps everything.
+	res, err = h.Exec(ctx, "head -c 1500000 /dev/zero", sandbox.ExecOptions{MaxOutputBytes: sandbox.UnlimitedOutput})
+	if err != nil || len(res.Stdout) != 1500000 || res.Truncated {
+		t.Fatalf("unlimited: kept %d truncated %v err %v", len(res.Stdout), res.Truncated, err)
 	}
 }
 
