@@ -124,7 +124,9 @@ func (e *FileHookEvent) Diff(ctx context.Context) string {
 		probeErr error
 		wg       sync.WaitGroup
 	)
-	wg.Go(func() { probe, probeErr = e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root, MaxOutputBytes: UnlimitedOutput}) })
+	wg.Go(func() {
+		probe, probeErr = e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root, MaxOutputBytes: UnlimitedOutput})
+	})
 	ci, err := e.handle.Exec(ctx, "git check-ignore -q -- "+Quote(rel), ExecOptions{Dir: e.root, MaxOutputBytes: UnlimitedOutput})
 	wg.Wait()
 	switch {
