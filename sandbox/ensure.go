@@ -18,6 +18,8 @@ type Sandbox struct {
 	locks  MemoryLocks
 	logger *slog.Logger
 	now    func() time.Time
+
+	watches watchRegistry // the live sandboxes' shared watchers
 }
 
 // Define returns a Sandbox for def. It creates nothing.
@@ -30,6 +32,11 @@ func Define(def Definition) (*Sandbox, error) {
 	}
 	return &Sandbox{def: def, logger: orDiscard(def.Logger), now: time.Now}, nil
 }
+
+// LiveWatchers is the number of workspace watchers running for this
+// definition's live sandboxes: one per sandbox with file events on and a
+// run using it, however many runs share it.
+func (s *Sandbox) LiveWatchers() int { return s.watches.live() }
 
 // Definition returns the definition.
 func (s *Sandbox) Definition() *Definition { return &s.def }

@@ -18,7 +18,7 @@ func TestItem16DiffSnapshots(t *testing.T) {
 	b := sandbox.ParseFindOutput("2.5\t25\t./b\n3\t30\t./c\n")
 	ts := time.UnixMilli(42)
 	got := sandbox.DiffSnapshots("/workspace", a, b, ts)
-	want := []sandbox.FileEvent{
+	want := []sandbox.WatchEvent{
 		{Type: sandbox.FileChange, Path: "/workspace/b", Timestamp: ts},
 		{Type: sandbox.FileCreate, Path: "/workspace/c", Timestamp: ts},
 		{Type: sandbox.FileDelete, Path: "/workspace/a", Timestamp: ts},

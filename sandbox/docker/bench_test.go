@@ -65,7 +65,7 @@ func BenchmarkPoll10k(b *testing.B) {
 		b.Fatalf("%d files, want 10000", lines)
 	}
 	start := time.Now()
-	w, err := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{Mode: sandbox.WatchPoll, Interval: time.Hour, OnEvent: func(sandbox.FileEvent) {}})
+	w, err := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{Mode: sandbox.WatchPoll, Interval: time.Hour, OnEvent: func(sandbox.WatchEvent) {}})
 	if err != nil {
 		b.Fatal(err)
 	}

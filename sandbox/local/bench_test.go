@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/local"
 )
@@ -33,10 +34,10 @@ func BenchmarkNativeLatency(b *testing.B) {
 			dir := h.(*local.Handle).HostDir()
 			seen := make(chan time.Time, 16)
 			d := sandbox.NewDispatcher(context.Background(), sandbox.DispatcherOptions{Hooks: sandbox.Hooks{
-				OnFile: func(context.Context, *sandbox.FileHookEvent) error { seen <- time.Now(); return nil },
+				OnFile: func(context.Context, chat.FileEvent) error { seen <- time.Now(); return nil },
 			}})
-			w, err := sandbox.WatchWorkspace(context.Background(), h, sandbox.WatchOptions{Coalesce: tc.coalesce, OnEvent: func(ev sandbox.FileEvent) {
-				d.Dispatch(sandbox.NewFileHookEvent(h, "", "", ev, nil))
+			w, err := sandbox.WatchWorkspace(context.Background(), h, sandbox.WatchOptions{Coalesce: tc.coalesce, OnEvent: func(ev sandbox.WatchEvent) {
+				d.Dispatch(sandbox.NewFileContent(h, "", "", ev, nil))
 			}})
 			if err != nil {
 				b.Fatal(err)
@@ -78,7 +79,7 @@ func BenchmarkNativeLatency(b *testing.B) {
 	}
 }
 
-// BenchmarkDiff10k measures FileHookEvent.Diff for a file in a
+// BenchmarkDiff10k measures FileContent.Diff for a file in a
 // 10,000-file git repository: a modified tracked file (one git diff) and a
 // new untracked file (git diff, check-ignore, the tracked-ness probe and
 // the synthesized patch).
@@ -109,7 +110,7 @@ func BenchmarkDiff10k(b *testing.B) {
 	base := sandbox.Baseline(ctx, h, "/workspace", nil)
 	for _, tc := range []struct{ name, rel string }{{"tracked", "pkg050/f050.go"}, {"untracked", "pkg050/new.go"}} {
 		b.Run(tc.name, func(b *testing.B) {
-			e := sandbox.NewFileHookEvent(h, "/workspace", base, sandbox.FileEvent{Type: sandbox.FileChange, Path: "/workspace/" + tc.rel}, nil)
+			e := sandbox.NewFileContent(h, "/workspace", base, sandbox.WatchEvent{Type: sandbox.FileChange, Path: "/workspace/" + tc.rel}, nil)
 			if d := e.Diff(ctx); d == "" {
 				b.Fatal("empty diff")
 			}

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/local"
 	"github.com/goai-sdk/goai/sandbox/sandboxtest"
@@ -256,10 +257,10 @@ func TestBubblewrapIsolation(t *testing.T) {
 
 type recorder struct {
 	mu  sync.Mutex
-	evs []sandbox.FileEvent
+	evs []sandbox.WatchEvent
 }
 
-func (r *recorder) add(e sandbox.FileEvent) {
+func (r *recorder) add(e sandbox.WatchEvent) {
 	r.mu.Lock()
 	r.evs = append(r.evs, e)
 	r.mu.Unlock()
@@ -437,15 +438,15 @@ func TestItem30PathOnlyHookOnRealWatcher(t *testing.T) {
 	base := sandbox.Baseline(context.Background(), h, "/workspace", nil) // one exec, before the watcher
 	var seen atomic.Int32
 	d := sandbox.NewDispatcher(context.Background(), sandbox.DispatcherOptions{Hooks: sandbox.Hooks{
-		OnFile: func(_ context.Context, e *sandbox.FileHookEvent) error {
+		OnFile: func(_ context.Context, e chat.FileEvent) error {
 			if e.Path != "" && e.Type != "" {
 				seen.Add(1)
 			}
 			return nil
 		},
 	}})
-	w, err := sandbox.WatchWorkspace(context.Background(), h, sandbox.WatchOptions{OnEvent: func(ev sandbox.FileEvent) {
-		d.Dispatch(sandbox.NewFileHookEvent(h, "/workspace", base, ev, nil))
+	w, err := sandbox.WatchWorkspace(context.Background(), h, sandbox.WatchOptions{OnEvent: func(ev sandbox.WatchEvent) {
+		d.Dispatch(sandbox.NewFileContent(h, "/workspace", base, ev, nil))
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -386,10 +386,10 @@ func testDestroy(t *testing.T, p sandbox.Provider) {
 
 type events struct {
 	mu  sync.Mutex
-	evs []sandbox.FileEvent
+	evs []sandbox.WatchEvent
 }
 
-func (e *events) add(ev sandbox.FileEvent) {
+func (e *events) add(ev sandbox.WatchEvent) {
 	e.mu.Lock()
 	e.evs = append(e.evs, ev)
 	e.mu.Unlock()
@@ -485,8 +485,8 @@ git add tracked.txt .gitignore doomed.txt && git commit -qm init`)
 		t.Fatalf("baseline %q", base)
 	}
 	mustExec(t, h, `printf 'one\nTWO\n' > tracked.txt && printf 'a\nb' > new.txt && echo leaked > .env && rm doomed.txt`)
-	ev := func(typ sandbox.FileEventType, rel string) *sandbox.FileHookEvent {
-		return sandbox.NewFileHookEvent(h, root, base, sandbox.FileEvent{Type: typ, Path: root + "/" + rel, Timestamp: time.Now()}, nil)
+	ev := func(typ sandbox.FileEventType, rel string) *sandbox.FileContent {
+		return sandbox.NewFileContent(h, root, base, sandbox.WatchEvent{Type: typ, Path: root + "/" + rel, Timestamp: time.Now()}, nil)
 	}
 	tracked := ev(sandbox.FileChange, "tracked.txt")
 	if d := tracked.Diff(ctx); !strings.Contains(d, "-two\n+TWO\n") || !strings.Contains(d, "diff --git a/tracked.txt b/tracked.txt") {
