@@ -165,6 +165,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "goai watch:", err)
 		return 1
 	}
+	// The seed is done: changes from now on are reported.
+	fmt.Fprintf(stderr, "goai watch: watching %s (%s)\n", cfg.dir, w.Mode())
 	<-ctx.Done()
 	stopErr := w.Stop()
 	d.Close()
