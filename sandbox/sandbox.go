@@ -217,6 +217,12 @@ type Snapshotter interface {
 	Snapshot(ctx context.Context, label string) (Snapshot, error)
 }
 
+// Forker is implemented by handles that can copy themselves into a new,
+// independent sandbox (a snapshot restored at once).
+type Forker interface {
+	Fork(ctx context.Context) (Handle, error)
+}
+
 // RestoreOptions is passed to SnapshotRestorer.RestoreSnapshot.
 type RestoreOptions struct {
 	SnapshotID string

@@ -42,7 +42,9 @@
 // by default (so no ports, no host gateway); Destroy removes the container
 // at once instead of stopping it for 5 s first; WritableStdin is true
 // (the Go client half-closes the hijacked connection, which ends stdin
-// without ending stdout); snapshots and fork are not implemented.
+// without ending stdout); snapshots and forks are named
+// goai-sandbox-snapshot:…, and a container commit is taken with the
+// container paused; Sweep removes the containers of a crashed server.
 package docker
 
 import (
@@ -70,8 +72,14 @@ import (
 // Name is the provider name.
 const Name = "docker"
 
-// Label marks every container the provider creates.
-const Label = "io.goai.sandbox"
+// Labels of the containers the provider creates: Label on every one,
+// KeyLabel with the sandbox key (CreateOptions.ID), OwnerLabel with
+// Options.Owner when set.
+const (
+	Label      = "io.goai.sandbox"
+	KeyLabel   = "io.goai.sandbox.key"
+	OwnerLabel = "io.goai.sandbox.owner"
+)
 
 // DefaultPidsLimit is the container's process limit when
 // Options.PidsLimit is zero: a fork bomb stops there.
@@ -101,6 +109,10 @@ type Options struct {
 	// PidsLimit limits the number of processes; 0 means
 	// DefaultPidsLimit, a negative value no limit.
 	PidsLimit int64
+	// Owner, when set, labels this provider's containers so that Sweep
+	// leaves other servers' containers on a shared daemon alone (for
+	// example the server's data directory).
+	Owner string
 	// CapAdd lists capabilities given back to the container; by default
 	// it has none (CapDrop ALL), and no-new-privileges is always set.
 	CapAdd []string
@@ -179,6 +191,7 @@ func (p *Provider) Capabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{
 		FS: true, Exec: true, Env: true, BackgroundProcesses: true, WritableStdin: true,
 		KillableProcesses: true, DurableFilesystem: true,
+		Snapshots: p.opts.HostDir == "", Fork: p.opts.HostDir == "",
 	}
 }
 
@@ -186,12 +199,18 @@ func (p *Provider) removeOnDestroy() bool {
 	return p.opts.RemoveOnDestroy == nil || *p.opts.RemoveOnDestroy
 }
 
-// Create starts a new container. opts.ID and opts.Workspace are ignored;
-// opts.Env seeds the handle environment.
+// Create starts a new container, labelled with opts.ID (the sandbox key,
+// io.goai.sandbox.key) for Sweep. opts.Workspace is ignored; opts.Env
+// seeds the handle environment.
 func (p *Provider) Create(ctx context.Context, opts sandbox.CreateOptions) (sandbox.Handle, error) {
 	if err := p.ensureImage(ctx); err != nil {
 		return nil, err
 	}
+	return p.createFrom(ctx, p.opts.Image, opts.ID, opts.Env)
+}
+
+// createFrom creates and starts a container from image.
+func (p *Provider) createFrom(ctx context.Context, image, key string, env map[string]string) (sandbox.Handle, error) {
 	cmd := p.opts.KeepAlive
 	if len(cmd) == 0 {
 		cmd = DefaultKeepAlive
@@ -218,12 +237,19 @@ func (p *Provider) Create(ctx context.Context, opts sandbox.CreateOptions) (sand
 	if p.opts.HostDir != "" {
 		hc.Binds = []string{p.opts.HostDir + ":" + p.opts.Workdir + ":rw"}
 	}
+	labels := map[string]string{Label: "1"}
+	if key != "" {
+		labels[KeyLabel] = key
+	}
+	if p.opts.Owner != "" {
+		labels[OwnerLabel] = p.opts.Owner
+	}
 	res, err := p.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{
-			Image:      p.opts.Image,
+			Image:      image,
 			Cmd:        cmd,
 			WorkingDir: p.opts.Workdir,
-			Labels:     map[string]string{Label: "1"},
+			Labels:     labels,
 		},
 		HostConfig: hc,
 	})
@@ -239,8 +265,8 @@ func (p *Provider) Create(ctx context.Context, opts sandbox.CreateOptions) (sand
 		}
 		return nil, err
 	}
-	if len(opts.Env) > 0 {
-		_ = h.SetEnv(opts.Env)
+	if len(env) > 0 {
+		_ = h.SetEnv(env)
 	}
 	return h, nil
 }

@@ -121,3 +121,45 @@ func BenchmarkDiff10k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSnapshotRestore10k snapshots a 10,000-file workspace (100
+// directories of 100 small files) and restores it into a new sandbox. The
+// first snapshot stores the blobs; later ones find them stored.
+func BenchmarkSnapshotRestore10k(b *testing.B) {
+	base := b.TempDir()
+	p := local.New(local.Options{BaseDir: base})
+	ctx := context.Background()
+	h, err := p.Create(ctx, sandbox.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Destroy(ctx)
+	dir := h.(*local.Handle).HostDir()
+	for i := range 100 {
+		sub := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for j := range 100 {
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("%d.txt", j)), fmt.Appendf(nil, "file %d %d\n", i, j), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	sn := h.(sandbox.Snapshotter)
+	for b.Loop() {
+		snap, err := sn.Snapshot(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rh, err := p.RestoreSnapshot(ctx, sandbox.RestoreOptions{SnapshotID: snap.ID})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := rh.Destroy(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}

@@ -61,6 +61,9 @@ type Options struct {
 	Dir string
 	// BaseDir defaults to $TMPDIR/goai-sandboxes.
 	BaseDir string
+	// SnapshotDir holds snapshots (blobs and manifests); default
+	// BaseDir/.snapshots.
+	SnapshotDir string
 	// RemoveOnDestroy defaults to Dir == "".
 	RemoveOnDestroy *bool
 	// ScrubEnv names host variables removed from every command's
@@ -154,10 +157,15 @@ func New(opts Options) *Provider {
 
 func (p *Provider) Name() string { return Name }
 
+// Capabilities: Snapshots is reported only for providers that make their
+// own directories (Options.Dir empty): a fixed directory is the user's
+// workspace, which Ensure should not copy away after every setup (Snapshot
+// and Fork still work when called).
 func (p *Provider) Capabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{
 		FS: true, Exec: true, Env: true, BackgroundProcesses: true, WritableStdin: true,
 		KillableProcesses: true, DurableFilesystem: true, NativeWatch: true,
+		Snapshots: p.opts.Dir == "", Fork: true,
 	}
 }
 
@@ -368,11 +376,14 @@ func removeAll(ctx context.Context, dir string, logger *slog.Logger) error {
 }
 
 var (
-	_ sandbox.Provider      = (*Provider)(nil)
-	_ sandbox.Handle        = (*Handle)(nil)
-	_ sandbox.FS            = (*FS)(nil)
-	_ sandbox.Lstater       = (*FS)(nil)
-	_ sandbox.NativeWatcher = (*FS)(nil)
+	_ sandbox.Provider         = (*Provider)(nil)
+	_ sandbox.SnapshotRestorer = (*Provider)(nil)
+	_ sandbox.Snapshotter      = (*Handle)(nil)
+	_ sandbox.Forker           = (*Handle)(nil)
+	_ sandbox.Handle           = (*Handle)(nil)
+	_ sandbox.FS               = (*FS)(nil)
+	_ sandbox.Lstater          = (*FS)(nil)
+	_ sandbox.NativeWatcher    = (*FS)(nil)
 )
 
 // BaseDir is the directory new sandboxes are created in.

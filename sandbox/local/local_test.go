@@ -561,3 +561,73 @@ func TestBubblewrapHoldsAsRoot(t *testing.T) {
 		t.Fatalf("git in the workspace: %+v", res)
 	}
 }
+
+// Local snapshots leave out .git, node_modules and .env* at any depth,
+// redact the handle environment's secret values, and store each content
+// once.
+func TestSnapshotExclusionsAndRedaction(t *testing.T) {
+	ctx := context.Background()
+	p, h := create(t, local.Options{})
+	const secret = "sk-live-0123456789"
+	if err := h.SetEnv(map[string]string{"OPENAI_API_KEY": secret, "DEBUG": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := h.HostDir()
+	for name, content := range map[string]string{
+		"keep.txt":              "token=" + secret + "\nDEBUG=1\n",
+		"same-a.txt":            "same",
+		"sub/same-b.txt":        "same",
+		".git/config":           "[core]",
+		"node_modules/x/i.js":   "x",
+		".env":                  "K=" + secret,
+		".env.local":            "K=2",
+		"sub/.env.production":   "K=3",
+		"sub/node_modules/y.js": "y",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := h.Snapshot(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rh, err := p.RestoreSnapshot(ctx, sandbox.RestoreOptions{SnapshotID: snap.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rh.Destroy(ctx)
+	rdir := rh.(*local.Handle).HostDir()
+	var got []string
+	filepath.WalkDir(rdir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(rdir, path)
+			got = append(got, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	slices.Sort(got)
+	if want := []string{"keep.txt", "same-a.txt", "sub/same-b.txt"}; !slices.Equal(got, want) {
+		t.Fatalf("restored files %v, want %v", got, want)
+	}
+	b, _ := os.ReadFile(filepath.Join(rdir, "keep.txt"))
+	if want := "token=" + strings.Repeat("\x00", len(secret)) + "\nDEBUG=1\n"; string(b) != want {
+		t.Fatalf("keep.txt restored as %q, want %q", b, want)
+	}
+	blobs, err := os.ReadDir(filepath.Join(p.SnapshotDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blobs) != 2 { // keep.txt and "same", once
+		t.Fatalf("%d blobs stored, want 2", len(blobs))
+	}
+	for _, bl := range blobs {
+		data, _ := os.ReadFile(filepath.Join(p.SnapshotDir(), "blobs", bl.Name()))
+		if strings.Contains(string(data), secret) {
+			t.Fatal("a secret reached the snapshot store")
+		}
+	}
+}
