@@ -448,3 +448,43 @@ func TestWorkdir(t *testing.T) {
 		t.Errorf("dir: %+v %v", res, err)
 	}
 }
+
+// Sweep removes this owner's containers whose sandbox is unknown and
+// leaves known ones and other owners' alone.
+func TestSweepRemovesUnknownContainers(t *testing.T) {
+	ctx := context.Background()
+	owner := "sweep-test-" + fmt.Sprint(time.Now().UnixNano())
+	p := newProvider(t, docker.Options{Owner: owner})
+	other := newProvider(t, docker.Options{Owner: owner + "-other"})
+	mk := func(p *docker.Provider, key string) sandbox.Handle {
+		h, err := p.Create(ctx, sandbox.CreateOptions{ID: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.Destroy(context.Background()) })
+		return h
+	}
+	known, unknown, foreign := mk(p, "key-known"), mk(p, "key-lost"), mk(other, "key-lost")
+	var asked []string
+	removed, err := p.Sweep(ctx, docker.SweepOptions{MinAge: -1, Known: func(_ context.Context, key, id string) (bool, error) {
+		asked = append(asked, key)
+		return key == "key-known", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(removed, []string{unknown.ID()}) {
+		t.Fatalf("removed %v, want only %s (asked about %v)", removed, unknown.ID(), asked)
+	}
+	if inspect(t, unknown.ID()) != nil {
+		t.Fatal("the unknown container is still there")
+	}
+	if inspect(t, known.ID()) == nil || inspect(t, foreign.ID()) == nil {
+		t.Fatal("a known or foreign container was removed")
+	}
+	// Young containers are spared by default.
+	removed, err = p.Sweep(ctx, docker.SweepOptions{Known: func(context.Context, string, string) (bool, error) { return false, nil }})
+	if err != nil || len(removed) != 0 {
+		t.Fatalf("default MinAge swept %v (%v)", removed, err)
+	}
+}

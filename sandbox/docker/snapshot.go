@@ -96,8 +96,9 @@ type SweepOptions struct {
 	// caller knows about, given its sandbox key (the io.goai.sandbox.key
 	// label, "" for containers made without one) and its ID. Required.
 	Known func(ctx context.Context, key, containerID string) (bool, error)
-	// MinAge spares containers younger than this (default 10 minutes): a
-	// sandbox being created has its container before its record.
+	// MinAge spares containers younger than this (default 10 minutes; a
+	// negative value spares none): a sandbox being created has its
+	// container before its record.
 	MinAge time.Duration
 }
 
@@ -124,7 +125,7 @@ func (p *Provider) Sweep(ctx context.Context, opts SweepOptions) ([]string, erro
 	var removed []string
 	var errs []error
 	for _, c := range res.Items {
-		if time.Since(time.Unix(c.Created, 0)) < minAge {
+		if minAge > 0 && time.Since(time.Unix(c.Created, 0)) < minAge {
 			continue
 		}
 		known, err := opts.Known(ctx, c.Labels[KeyLabel], c.ID)
