@@ -106,6 +106,18 @@ type Hydration struct {
 	// Interrupts are the pending interrupts of the thread's latest run,
 	// nil when it did not pause.
 	Interrupts *PendingInterrupts `json:"interrupts"`
+	// LastRun is the run that saved the transcript last, once it ended, so
+	// a client can show how it ended (a failed or cancelled run's error,
+	// and its partial answer from the run's log, which the transcript
+	// lacks); nil when unknown.
+	LastRun *LastRun `json:"lastRun,omitempty"`
+}
+
+// LastRun is how a thread's latest run ended.
+type LastRun struct {
+	RunID  string            `json:"runId"`
+	Status durable.RunStatus `json:"status"`
+	Error  *durable.RunError `json:"error,omitempty"`
 }
 
 // ActiveRun names a thread's running run.
@@ -145,6 +157,9 @@ func (h *Handler) hydrate(w http.ResponseWriter, r *http.Request, threadID strin
 			// A newer run that is running supersedes the paused one.
 			if len(th.Interrupts) > 0 && string(th.Interrupts) != "[]" && (!active || rec.RunID == th.RunID) {
 				out.Interrupts = &PendingInterrupts{RunID: th.RunID, Pending: th.Interrupts}
+			}
+			if last, err := h.cfg.Store.Get(ctx, th.RunID); err == nil && last.Status != durable.StatusRunning {
+				out.LastRun = &LastRun{RunID: last.RunID, Status: last.Status, Error: last.Error}
 			}
 		}
 	}
