@@ -31,7 +31,9 @@ func TestReclaimOutcomes(t *testing.T) {
 	}
 	dir := hostDir(h)
 	key := s.Key(rc)
-	run := func(k *string) durable.RunRecord { return durable.RunRecord{RunID: "r1", ThreadID: "t1", SandboxKey: k} }
+	run := func(k *string) durable.RunRecord {
+		return durable.RunRecord{RunID: "r1", ThreadID: "t1", SandboxKey: k}
+	}
 
 	if out, err := s.ReclaimRun(ctx, run(nil), store); out != sandbox.ReclaimNoSandboxKey || err != nil {
 		t.Fatalf("no key: %s %v", out, err)
