@@ -285,6 +285,16 @@ func (s *Sandbox) Fork(ctx context.Context, from, to RunContext) (Handle, error)
 	return h, nil
 }
 
+// Record returns the instance record of key from store, or from the
+// Sandbox's own in-memory store when store is nil; nil when there is none.
+// A sweeper uses it to tell live sandboxes from leftovers.
+func (s *Sandbox) Record(ctx context.Context, key string, store InstanceStore) (*Record, error) {
+	if store == nil {
+		store = &s.store
+	}
+	return store.Get(ctx, key)
+}
+
 // DestroyTimeout bounds Destroy.
 const DestroyTimeout = 60 * time.Second
 

@@ -56,12 +56,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeStore()
 	chatHandler := server.ChatHandler(server.Config{Options: build, Profile: profile, Logger: logger, Store: store})
-	stopRecovery, err := startRecovery(ctx, chatHandler, store, logger)
+	stopRecovery, err := startRecovery(ctx, chatHandler, store, logger, ag.releaseSandbox())
 	if err != nil {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2
 	}
 	defer stopRecovery()
+	defer ag.startSweeper(ctx)()
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", chatHandler)
 	mux.Handle("/api/chat/cancel", chatHandler)
