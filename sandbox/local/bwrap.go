@@ -2,10 +2,12 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/goai-sdk/goai/chat"
@@ -95,7 +97,67 @@ func mountArgs() []string {
 	return append(args, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
 }
 
-// bwrapArgs is the full bwrap command line for cmd run in dir.
+// nsInit is the host pid of a bubblewrapped command's PID-namespace init,
+// which bwrap reports on its --info-fd once the sandbox is set up. SIGKILL
+// to it ends every process of the command, whatever session or group they
+// moved to (the command runs in a new session, out of reach of a
+// process-group signal), and whether or not bwrap itself was killed
+// before --die-with-parent was armed.
+type nsInit struct {
+	r, w  *os.File
+	ready chan struct{}
+	pid   int
+}
+
+func newNSInit() (*nsInit, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	return &nsInit{r: r, w: w, ready: make(chan struct{})}, nil
+}
+
+// started reads bwrap's report; call it after Start (abort after a failed
+// Start).
+func (n *nsInit) started(reg *registry) {
+	n.w.Close()
+	go func() {
+		defer close(n.ready)
+		defer n.r.Close()
+		var info struct {
+			ChildPID int `json:"child-pid"`
+		}
+		if json.NewDecoder(n.r).Decode(&info) == nil && info.ChildPID > 0 {
+			n.pid = info.ChildPID
+			// The init leads its own session and group: Destroy kills
+			// it with the command's group.
+			reg.add(info.ChildPID)
+		}
+	}()
+}
+
+func (n *nsInit) abort() {
+	n.w.Close()
+	n.r.Close()
+	close(n.ready)
+}
+
+// kill SIGKILLs the namespace, waiting up to wait for bwrap's report.
+func (n *nsInit) kill(wait time.Duration) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-n.ready:
+	case <-t.C:
+		return
+	}
+	if n.pid > 0 {
+		_ = syscall.Kill(n.pid, syscall.SIGKILL)
+	}
+}
+
+// bwrapArgs is the full bwrap command line for cmd run in dir; bwrap
+// reports the namespace's init on file descriptor 3.
 func (h *Handle) bwrapArgs(dir, cmd string) []string {
 	o := &h.p.opts
 	args := mountArgs()
@@ -115,6 +177,7 @@ func (h *Handle) bwrapArgs(dir, cmd string) []string {
 	}
 	return append(args,
 		"--cap-drop", "ALL",
+		"--info-fd", "3",
 		"--die-with-parent",
 		"--new-session",
 		"--", "sh", "-c", cmd,
