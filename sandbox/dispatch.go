@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+
+	"github.com/goai-sdk/goai/chat"
 )
 
 // FileHook handles one enriched file event.
-type FileHook func(ctx context.Context, e *FileHookEvent) error
+type FileHook func(ctx context.Context, e chat.FileEvent) error
 
 // Hooks are the sandbox-scoped callbacks of a Definition.
 type Hooks struct {
@@ -47,19 +49,19 @@ func (h *Hooks) HasFileHooks() bool {
 // DispatchFile runs OnFile and then the typed hook for e, in turn. A hook
 // that fails or panics is logged at error level ("sandbox file hook failed")
 // and the next hook still runs.
-func (h *Hooks) DispatchFile(ctx context.Context, e *FileHookEvent, logger *slog.Logger) {
+func (h *Hooks) DispatchFile(ctx context.Context, e *FileContent, logger *slog.Logger) {
 	logger = orDiscard(logger)
 	for _, fn := range []FileHook{h.OnFile, h.Typed(e.Type)} {
 		if fn == nil {
 			continue
 		}
-		if err := callHook(ctx, fn, e); err != nil {
+		if err := callHook(ctx, fn, e.Event()); err != nil {
 			logError(logger, "sandbox file hook failed", "path", e.Path, "type", string(e.Type), "error", err)
 		}
 	}
 }
 
-func callHook(ctx context.Context, fn FileHook, e *FileHookEvent) (err error) {
+func callHook(ctx context.Context, fn FileHook, e chat.FileEvent) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("hook panicked: %v", r)
@@ -72,7 +74,7 @@ func callHook(ctx context.Context, fn FileHook, e *FileHookEvent) (err error) {
 // it; see the WithSandbox middleware).
 type Runtime interface {
 	// Emit receives every enriched event, synchronously, in event order.
-	Emit(ctx context.Context, e *FileHookEvent)
+	Emit(ctx context.Context, e chat.FileEvent)
 	// EmitFileDiff receives the diff of an event, after its Emit, even
 	// when the diff is "".
 	EmitFileDiff(ctx context.Context, path, diff string)
@@ -108,12 +110,12 @@ func NewDispatcher(ctx context.Context, opts DispatcherOptions) *Dispatcher {
 }
 
 // Dispatch delivers e. It returns at once.
-func (d *Dispatcher) Dispatch(e *FileHookEvent) {
+func (d *Dispatcher) Dispatch(e *FileContent) {
 	if d.opts.Hooks.HasFileHooks() {
 		d.hooks.push(func() { d.opts.Hooks.DispatchFile(d.ctx, e, d.opts.Logger) })
 	}
 	if d.opts.Runtime != nil {
-		d.opts.Runtime.Emit(d.ctx, e)
+		d.opts.Runtime.Emit(d.ctx, e.Event())
 		if d.opts.Diff {
 			d.diffs.push(func() {
 				defer func() {

@@ -20,11 +20,38 @@
 //	h, outcome, err := s.Ensure(ctx, rc)              // resume, restore or create, under the key lock
 //	base := sandbox.Baseline(ctx, h, def.Root(), log) // git rev-parse HEAD, once, before OnReady
 //	d := sandbox.NewDispatcher(runCtx, sandbox.DispatcherOptions{Hooks: def.Hooks, Runtime: rt, Diff: def.FileEvents.Diff()})
-//	w, _ := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{Root: def.Root(), OnEvent: func(ev sandbox.FileEvent) {
-//		d.Dispatch(sandbox.NewFileHookEvent(h, def.Root(), base, ev, log))
+//	w, _ := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{Root: def.Root(), OnEvent: func(ev sandbox.WatchEvent) {
+//		d.Dispatch(sandbox.NewFileContent(h, def.Root(), base, ev, log))
 //	}})
 //	…
 //	w.Drain(); d.Close()                              // reconcile, then deliver every pending event, hook and diff
+//
+// Three types carry a file event, one per stage: the watcher reports a
+// [WatchEvent]; [FileContent] adds the lazy, git-backed Before, After and
+// Diff; and every hook, sandbox-scoped ([Hooks]) or run-scoped
+// (chat.Middleware.Sandbox), receives the same chat.FileEvent, whose
+// Content is that FileContent.
+//
+// A live sandbox has one watcher and one dispatcher for its sandbox-scoped
+// hooks, shared (reference-counted) by the runs that use it: the first run
+// that gets ready takes the session's git baseline and starts them, every
+// run subscribes its own event stream, and the last run to let go (or a
+// destroy) stops them. Sandbox-scoped hooks fire once per file event
+// however many runs share the sandbox; run-scoped hooks and the
+// sandbox.file events fire for each run. [Sandbox.LiveWatchers] counts
+// them.
+//
+// Content accessors and cancellation: Before, After and Diff keep the
+// values of the context they are given but ignore its cancellation, and
+// each call is bounded by [AccessorTimeout] instead. A hook may therefore
+// pass its run's context even while the run is being aborted; it still
+// reads the content it was told about. On an abort, WithSandbox destroys
+// the sandbox only after the engine has run every run-scoped hook.
+//
+// Exec buffers at most ExecOptions.MaxOutputBytes of each stream (by
+// default [DefaultMaxOutputBytes], 1 MiB) and reports what it cut in
+// ExecResult.Truncated; a command that prints without end cannot exhaust
+// the server's memory.
 //
 // Logging uses *slog.Logger. Every record carries a "category" attribute:
 // "sandbox" for debug records about expected conditions and "errors" for

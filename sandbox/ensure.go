@@ -18,6 +18,8 @@ type Sandbox struct {
 	locks  MemoryLocks
 	logger *slog.Logger
 	now    func() time.Time
+
+	watches watchRegistry // the live sandboxes' shared watchers
 }
 
 // Define returns a Sandbox for def. It creates nothing.
@@ -30,6 +32,11 @@ func Define(def Definition) (*Sandbox, error) {
 	}
 	return &Sandbox{def: def, logger: orDiscard(def.Logger), now: time.Now}, nil
 }
+
+// LiveWatchers is the number of workspace watchers running for this
+// definition's live sandboxes: one per sandbox with file events on and a
+// run using it, however many runs share it.
+func (s *Sandbox) LiveWatchers() int { return s.watches.live() }
 
 // Definition returns the definition.
 func (s *Sandbox) Definition() *Definition { return &s.def }
@@ -218,6 +225,74 @@ func (s *Sandbox) EnsureExisting(ctx context.Context, rc RunContext) (Handle, er
 		return nil
 	})
 	return h, err
+}
+
+// Fork gives to (usually a new thread) a copy of the live sandbox of from:
+// it snapshots from's sandbox and restores the snapshot into a new sandbox
+// recorded under to's key, so Ensure(to) resumes it. It fails with an
+// *UnsupportedCapabilityError when the provider cannot snapshot and
+// restore, and when to already has a sandbox.
+func (s *Sandbox) Fork(ctx context.Context, from, to RunContext) (Handle, error) {
+	p := s.def.Provider
+	rr, ok := p.(SnapshotRestorer)
+	if !ok {
+		return nil, &UnsupportedCapabilityError{Provider: p.Name(), Capability: "fork"}
+	}
+	src, err := s.EnsureExisting(ctx, from)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: fork: %w", err)
+	}
+	if src == nil {
+		return nil, fmt.Errorf("sandbox: fork: thread %q has no live sandbox", from.ThreadID)
+	}
+	sn, ok := src.(Snapshotter)
+	if !ok {
+		return nil, &UnsupportedCapabilityError{Provider: p.Name(), Capability: "fork"}
+	}
+	snap, err := sn.Snapshot(ctx, "fork")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: fork: %w", err)
+	}
+	key := s.Key(to)
+	store, locks := s.storeLocks(to)
+	var h Handle
+	err = locks.WithLock(ctx, "sandbox:"+key, func(ctx context.Context) error {
+		rec, err := store.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("sandbox: store get: %w", err)
+		}
+		if rec != nil {
+			return fmt.Errorf("sandbox: fork: thread %q already has a sandbox", to.ThreadID)
+		}
+		nh, err := rr.RestoreSnapshot(ctx, RestoreOptions{SnapshotID: snap.ID, Workspace: s.def.Workspace, Env: s.secrets()})
+		if err != nil {
+			return fmt.Errorf("sandbox: fork: restore %q: %w", snap.ID, err)
+		}
+		if err := s.reapplySecrets(nh); err != nil {
+			return err
+		}
+		if err := store.Upsert(ctx, Record{Key: key, Provider: p.Name(), ProviderSandboxID: nh.ID(), LatestSnapshotID: snap.ID,
+			ThreadID: to.ThreadID, LatestRunID: to.RunID, UpdatedAt: s.now()}); err != nil {
+			return fmt.Errorf("sandbox: store upsert: %w", err)
+		}
+		h = nh
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	logDebug(s.logger, "sandbox forked", "from", from.ThreadID, "to", to.ThreadID, "snapshot", snap.ID, "id", h.ID())
+	return h, nil
+}
+
+// Record returns the instance record of key from store, or from the
+// Sandbox's own in-memory store when store is nil; nil when there is none.
+// A sweeper uses it to tell live sandboxes from leftovers.
+func (s *Sandbox) Record(ctx context.Context, key string, store InstanceStore) (*Record, error) {
+	if store == nil {
+		store = &s.store
+	}
+	return store.Get(ctx, key)
 }
 
 // DestroyTimeout bounds Destroy.

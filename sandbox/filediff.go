@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/goai-sdk/goai/chat"
 )
 
 // Baseline captures the session's git baseline: `git rev-parse HEAD` run in
@@ -28,38 +31,61 @@ func Baseline(ctx context.Context, h Handle, root string, logger *slog.Logger) s
 	return sha
 }
 
-// FileHookEvent is a FileEvent with lazy, git-backed accessors. Nothing is
-// computed until a method is called, so a hook that reads only Type and Path
-// starts no process and reads no file. The methods never fail: on failure
-// they log and return "".
-type FileHookEvent struct {
-	FileEvent
+// FileContent is a watched file's lazy, git-backed content: the
+// chat.FileContent behind the chat.FileEvent that sandbox-scoped and
+// run-scoped hooks receive (see Event). Nothing is computed until a method
+// is called, so a hook that reads only Type and Path starts no process and
+// reads no file. The methods never fail: on failure they log and return "".
+//
+// The accessors keep the values of the context they are given but not its
+// cancellation, and each call is bounded by AccessorTimeout instead: a hook
+// that runs while its run winds down (an aborted or cancelled run, whose
+// context is done) still reads the content it was told about.
+type FileContent struct {
+	WatchEvent
 	handle  Handle
 	root    string
 	baseSHA string
 	logger  *slog.Logger
 }
 
-// NewFileHookEvent enriches ev. root is the watch root (a virtual path) in
+// NewFileContent enriches ev. root is the watch root (a virtual path) in
 // which git runs; baseSHA is the value of [Baseline] ("" for none).
-func NewFileHookEvent(h Handle, root, baseSHA string, ev FileEvent, logger *slog.Logger) *FileHookEvent {
+func NewFileContent(h Handle, root, baseSHA string, ev WatchEvent, logger *slog.Logger) *FileContent {
 	if root == "" {
 		root = DefaultRoot
 	}
-	return &FileHookEvent{FileEvent: ev, handle: h, root: root, baseSHA: baseSHA, logger: orDiscard(logger)}
+	return &FileContent{WatchEvent: ev, handle: h, root: root, baseSHA: baseSHA, logger: orDiscard(logger)}
+}
+
+// AccessorTimeout bounds each call of Before, After and Diff.
+const AccessorTimeout = 30 * time.Second
+
+// accessorContext detaches ctx from its cancellation and bounds it by
+// AccessorTimeout.
+func accessorContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), AccessorTimeout)
+}
+
+// Event is the hook event for e: its type, path and time, with e as the
+// content behind Before, After and Diff.
+func (e *FileContent) Event() chat.FileEvent {
+	return chat.FileEvent{Type: string(e.Type), Path: e.Path, Timestamp: e.Timestamp.UnixMilli(), Content: e}
 }
 
 // BaseSHA is the session baseline the accessors compare against.
-func (e *FileHookEvent) BaseSHA() string { return e.baseSHA }
+func (e *FileContent) BaseSHA() string { return e.baseSHA }
 
 // Rel is the path relative to the watch root.
-func (e *FileHookEvent) Rel() string { return relPath(e.root, e.Path) }
+func (e *FileContent) Rel() string { return relPath(e.root, e.Path) }
 
 // After returns the file's current content, "" for a delete.
-func (e *FileHookEvent) After(ctx context.Context) string {
+func (e *FileContent) After(ctx context.Context) string {
 	if e.Type == FileDelete {
 		return ""
 	}
+	ctx, cancel := accessorContext(ctx)
+	defer cancel()
 	b, err := e.handle.FS().ReadFile(ctx, e.Path)
 	if err != nil {
 		logWarn(e.logger, "sandbox after() failed to read file", "path", e.Path, "error", err)
@@ -68,17 +94,19 @@ func (e *FileHookEvent) After(ctx context.Context) string {
 	return string(b)
 }
 
-func (e *FileHookEvent) showCmd() string {
+func (e *FileContent) showCmd() string {
 	return "git show " + Quote(e.baseSHA) + ":" + Quote(e.Rel())
 }
 
 // Before returns the file's content at the baseline, "" when there is no
 // baseline or the file did not exist there.
-func (e *FileHookEvent) Before(ctx context.Context) string {
+func (e *FileContent) Before(ctx context.Context) string {
 	if e.baseSHA == "" {
 		return ""
 	}
-	res, err := e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root})
+	ctx, cancel := accessorContext(ctx)
+	defer cancel()
+	res, err := e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root, MaxOutputBytes: UnlimitedOutput})
 	if err != nil {
 		logWarn(e.logger, "sandbox before() git show failed", "path", e.Path, "error", err)
 		return ""
@@ -93,7 +121,9 @@ func (e *FileHookEvent) Before(ctx context.Context) string {
 // Diff returns a unified patch of the file against the baseline. With no
 // baseline, or for a file that is untracked and not git-ignored, it is a
 // synthesized add-patch of After. A git-ignored file diffs as "".
-func (e *FileHookEvent) Diff(ctx context.Context) string {
+func (e *FileContent) Diff(ctx context.Context) string {
+	ctx, cancel := accessorContext(ctx)
+	defer cancel()
 	rel := e.Rel()
 	if e.baseSHA == "" {
 		if e.Type == FileDelete {
@@ -101,7 +131,7 @@ func (e *FileHookEvent) Diff(ctx context.Context) string {
 		}
 		return SynthesizeAddPatch(rel, e.After(ctx))
 	}
-	res, err := e.handle.Exec(ctx, "git diff "+Quote(e.baseSHA)+" -- "+Quote(rel), ExecOptions{Dir: e.root})
+	res, err := e.handle.Exec(ctx, "git diff "+Quote(e.baseSHA)+" -- "+Quote(rel), ExecOptions{Dir: e.root, MaxOutputBytes: UnlimitedOutput})
 	if err != nil {
 		logWarn(e.logger, "sandbox diff() git diff failed", "path", e.Path, "error", err)
 		return ""
@@ -124,8 +154,10 @@ func (e *FileHookEvent) Diff(ctx context.Context) string {
 		probeErr error
 		wg       sync.WaitGroup
 	)
-	wg.Go(func() { probe, probeErr = e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root}) })
-	ci, err := e.handle.Exec(ctx, "git check-ignore -q -- "+Quote(rel), ExecOptions{Dir: e.root})
+	wg.Go(func() {
+		probe, probeErr = e.handle.Exec(ctx, e.showCmd(), ExecOptions{Dir: e.root, MaxOutputBytes: UnlimitedOutput})
+	})
+	ci, err := e.handle.Exec(ctx, "git check-ignore -q -- "+Quote(rel), ExecOptions{Dir: e.root, MaxOutputBytes: UnlimitedOutput})
 	wg.Wait()
 	switch {
 	case err != nil:

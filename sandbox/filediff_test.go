@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/sandboxtest"
 )
@@ -27,8 +28,8 @@ func gitFake(answers map[string]step) *sandboxtest.FakeHandle {
 	return h
 }
 
-func hookEvent(h sandbox.Handle, typ sandbox.FileEventType, path, sha string, log *slog.Logger) *sandbox.FileHookEvent {
-	return sandbox.NewFileHookEvent(h, "/workspace", sha, sandbox.FileEvent{Type: typ, Path: path, Timestamp: time.Now()}, log)
+func hookEvent(h sandbox.Handle, typ sandbox.FileEventType, path, sha string, log *slog.Logger) *sandbox.FileContent {
+	return sandbox.NewFileContent(h, "/workspace", sha, sandbox.WatchEvent{Type: typ, Path: path, Timestamp: time.Now()}, log)
 }
 
 func TestItem24ExactGitCommands(t *testing.T) {
@@ -167,11 +168,11 @@ func TestItem30PathOnlyHookIsFree(t *testing.T) {
 	h.SetFile("/workspace/a", "x")
 	var seen []string
 	d := sandbox.NewDispatcher(context.Background(), sandbox.DispatcherOptions{Hooks: sandbox.Hooks{
-		OnFile: func(_ context.Context, e *sandbox.FileHookEvent) error {
+		OnFile: func(_ context.Context, e chat.FileEvent) error {
 			seen = append(seen, string(e.Type)+" "+e.Path)
 			return nil
 		},
-		OnFileCreate: func(_ context.Context, e *sandbox.FileHookEvent) error {
+		OnFileCreate: func(_ context.Context, e chat.FileEvent) error {
 			seen = append(seen, "typed "+e.Path)
 			return nil
 		},
@@ -215,7 +216,7 @@ type fakeRuntime struct {
 	block   chan struct{}
 }
 
-func (r *fakeRuntime) Emit(_ context.Context, e *sandbox.FileHookEvent) {
+func (r *fakeRuntime) Emit(_ context.Context, e chat.FileEvent) {
 	r.emitted = append(r.emitted, string(e.Type)+" "+e.Path)
 }
 
@@ -236,13 +237,13 @@ func TestItem31DispatchToHookAndRuntime(t *testing.T) {
 	created := make(chan string, 1)
 	d := sandbox.NewDispatcher(context.Background(), sandbox.DispatcherOptions{
 		Runtime: rt,
-		Hooks: sandbox.Hooks{OnFileCreate: func(_ context.Context, e *sandbox.FileHookEvent) error {
+		Hooks: sandbox.Hooks{OnFileCreate: func(_ context.Context, e chat.FileEvent) error {
 			created <- e.Path
 			return nil
 		}},
 	})
-	w, err := sandbox.WatchWorkspace(context.Background(), h, sandbox.WatchOptions{Root: "/repo", Coalesce: -1, OnEvent: func(ev sandbox.FileEvent) {
-		d.Dispatch(sandbox.NewFileHookEvent(h, "/repo", "", ev, nil))
+	w, err := sandbox.WatchWorkspace(context.Background(), h, sandbox.WatchOptions{Root: "/repo", Coalesce: -1, OnEvent: func(ev sandbox.WatchEvent) {
+		d.Dispatch(sandbox.NewFileContent(h, "/repo", "", ev, nil))
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -324,11 +325,11 @@ func TestItem34HookFailureIsolated(t *testing.T) {
 	log, rec := sandboxtest.NewLogger()
 	var ran []string
 	d := sandbox.NewDispatcher(context.Background(), sandbox.DispatcherOptions{Logger: log, Hooks: sandbox.Hooks{
-		OnFile: func(context.Context, *sandbox.FileHookEvent) error {
+		OnFile: func(context.Context, chat.FileEvent) error {
 			ran = append(ran, "onFile")
 			return errors.New("boom")
 		},
-		OnFileChange: func(context.Context, *sandbox.FileHookEvent) error { ran = append(ran, "onFileChange"); panic("bang") },
+		OnFileChange: func(context.Context, chat.FileEvent) error { ran = append(ran, "onFileChange"); panic("bang") },
 	}})
 	d.Dispatch(hookEvent(h, sandbox.FileChange, "/workspace/a", "", nil))
 	d.Dispatch(hookEvent(h, sandbox.FileChange, "/workspace/b", "", nil))

@@ -51,19 +51,19 @@ func scriptFind(steps ...step) (func(ctx context.Context, cmd string, _ sandbox.
 
 type collector struct {
 	mu  sync.Mutex
-	evs []sandbox.FileEvent
+	evs []sandbox.WatchEvent
 }
 
-func (c *collector) add(e sandbox.FileEvent) {
+func (c *collector) add(e sandbox.WatchEvent) {
 	c.mu.Lock()
 	c.evs = append(c.evs, e)
 	c.mu.Unlock()
 }
 
-func (c *collector) events() []sandbox.FileEvent {
+func (c *collector) events() []sandbox.WatchEvent {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]sandbox.FileEvent(nil), c.evs...)
+	return append([]sandbox.WatchEvent(nil), c.evs...)
 }
 
 // pairs renders events as "type path" strings.

@@ -4,12 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
-)
 
-// Log categories, the value of the "category" attribute.
-const (
-	CategorySandbox = "sandbox" // expected conditions, debug level
-	CategoryErrors  = "errors"  // anomalies, warn and error level
+	"github.com/goai-sdk/goai/chat"
 )
 
 // discardLogger is used when a caller passes no logger.
@@ -21,13 +17,13 @@ func orDiscard(l *slog.Logger) *slog.Logger {
 }
 
 func logDebug(l *slog.Logger, msg string, args ...any) {
-	l.Log(context.Background(), slog.LevelDebug, msg, append([]any{slog.String("category", CategorySandbox)}, args...)...)
+	l.Log(context.Background(), slog.LevelDebug, msg, append([]any{slog.String("category", chat.CatSandbox)}, args...)...)
 }
 
 func logWarn(l *slog.Logger, msg string, args ...any) {
-	l.Log(context.Background(), slog.LevelWarn, msg, append([]any{slog.String("category", CategoryErrors)}, args...)...)
+	l.Log(context.Background(), slog.LevelWarn, msg, append([]any{slog.String("category", chat.CatErrors)}, args...)...)
 }
 
 func logError(l *slog.Logger, msg string, args ...any) {
-	l.Log(context.Background(), slog.LevelError, msg, append([]any{slog.String("category", CategoryErrors)}, args...)...)
+	l.Log(context.Background(), slog.LevelError, msg, append([]any{slog.String("category", chat.CatErrors)}, args...)...)
 }

@@ -159,13 +159,16 @@ type runState struct {
 	log  *slog.Logger
 	hctx context.Context // the run's values, never cancelled: hooks, accessors, teardown
 
-	handle  Handle
-	watcher *Watcher
-	disp    *Dispatcher
-	sink    *runtimeSink
+	handle Handle
+	shared *sharedWatch // the sandbox's watcher, shared with other runs
+	disp   *Dispatcher  // this run's runtime events and diffs
+	sink   *runtimeSink
 
 	detach    *DetachableRun
 	destroyed bool
+	// destroyAtRelease is the phase of a destroy put off until the engine
+	// has run every run-scoped hook (see onAbort).
+	destroyAtRelease string
 }
 
 // runtimeSink adapts the engine's SandboxRuntime to the Dispatcher. Once
@@ -175,11 +178,11 @@ type runtimeSink struct {
 	closed atomic.Bool
 }
 
-func (k *runtimeSink) Emit(_ context.Context, e *FileHookEvent) {
+func (k *runtimeSink) Emit(_ context.Context, e chat.FileEvent) {
 	if k.closed.Load() {
 		return
 	}
-	k.rt.Emit(chat.FileEvent{Type: string(e.Type), Path: e.Path, Timestamp: e.Timestamp.UnixMilli(), Content: e})
+	k.rt.Emit(e)
 }
 
 func (k *runtimeSink) EmitFileDiff(_ context.Context, path, diff string) {
@@ -189,7 +192,7 @@ func (k *runtimeSink) EmitFileDiff(_ context.Context, path, diff string) {
 	k.rt.EmitFileDiff(path, diff)
 }
 
-var _ chat.FileContent = (*FileHookEvent)(nil)
+var _ chat.FileContent = (*FileContent)(nil)
 
 func (m *sandboxMiddleware) setup(c *chat.Context) error {
 	st := &runState{m: m, log: newRunLogger(c.Logger(), m.s.def.Logger), hctx: context.WithoutCancel(c)}
@@ -208,6 +211,11 @@ func (m *sandboxMiddleware) setup(c *chat.Context) error {
 			st.sink.closed.Store(true)
 		}
 		st.drain("release")
+		if st.destroyAtRelease != "" {
+			if err := st.destroy(st.destroyAtRelease); err != nil {
+				logWarn(st.log, "sandbox destroy failed", "phase", st.destroyAtRelease, "error", err)
+			}
+		}
 		return nil
 	})
 
@@ -287,48 +295,56 @@ func (st *runState) ready(c *chat.Context) error {
 		}
 	}
 	root := def.Root()
-	base := Baseline(c, st.handle, root, st.log)
-	if def.Hooks.OnReady != nil {
-		if err := safeCall(func() error { return def.Hooks.OnReady(c, st.handle) }); err != nil {
+	if !def.FileEvents.Enabled() {
+		Baseline(c, st.handle, root, st.log)
+		if err := st.onReady(c); err != nil {
+			return err
+		}
+		logDebug(st.log, "sandbox file events off: no watcher", "root", root)
+		return nil
+	}
+	// One watcher per live sandbox: the first run takes the session
+	// baseline and starts it, later runs subscribe to it.
+	st.shared = m.s.watches.acquire(st.key)
+	st.shared.baseline(func() string { return Baseline(c, st.handle, root, st.log) })
+	if err := st.onReady(c); err != nil {
+		return err
+	}
+	if rt, err := chat.SandboxRuntimeCapability.Get(c); err == nil {
+		st.sink = &runtimeSink{rt: rt}
+		st.disp = NewDispatcher(st.hctx, DispatcherOptions{Runtime: st.sink, Diff: def.FileEvents.Diff(), Logger: st.log})
+		st.shared.subscribe(st.disp)
+	}
+	// The watch outlives this run when others share it: its context is
+	// the sandbox's, not the run's.
+	if err := st.shared.start(context.WithoutCancel(st.hctx), st.handle, def, m.opts.Watch, st.log); err != nil {
+		return fmt.Errorf("sandbox: watch: %w", err)
+	}
+	logDebug(st.log, "sandbox watcher started", "root", root, "diff", def.FileEvents.Diff(), "mode", st.shared.mode().String())
+	return nil
+}
+
+func (st *runState) onReady(c *chat.Context) error {
+	if fn := st.m.s.def.Hooks.OnReady; fn != nil {
+		if err := safeCall(func() error { return fn(c, st.handle) }); err != nil {
 			return fmt.Errorf("sandbox: onReady: %w", err)
 		}
 	}
 	logDebug(st.log, "sandbox ready", "sandbox", st.handle.ID())
-	if !def.FileEvents.Enabled() {
-		logDebug(st.log, "sandbox file events off: no watcher", "root", root)
-		return nil
-	}
-	if rt, err := chat.SandboxRuntimeCapability.Get(c); err == nil {
-		st.sink = &runtimeSink{rt: rt}
-	}
-	dopts := DispatcherOptions{Hooks: def.Hooks, Diff: def.FileEvents.Diff(), Logger: st.log}
-	if st.sink != nil {
-		dopts.Runtime = st.sink
-	}
-	st.disp = NewDispatcher(st.hctx, dopts)
-	wopts := m.opts.Watch
-	wopts.Root, wopts.Logger = root, st.log
-	h, disp, log := st.handle, st.disp, st.log
-	wopts.OnEvent = func(ev FileEvent) {
-		disp.Dispatch(NewFileHookEvent(h, root, base, ev, log))
-	}
-	w, err := WatchWorkspace(st.hctx, h, wopts)
-	if err != nil {
-		return fmt.Errorf("sandbox: watch: %w", err)
-	}
-	st.watcher = w
-	logDebug(st.log, "sandbox watcher started", "root", root, "diff", def.FileEvents.Diff(), "mode", w.Mode().String())
 	return nil
 }
 
-// drain stops the watcher after a final reconciliation and waits for
-// every hook and diff it produced. It is idempotent.
+// drain lets the run go of the sandbox's watcher: every change made
+// before it was called is delivered to the run (its hooks, events and
+// diffs), and the last run to let go stops the watcher. It is idempotent.
 func (st *runState) drain(phase string) {
-	if st.watcher != nil {
-		if err := st.watcher.Drain(); err != nil {
+	if st.shared != nil {
+		ctx, cancel := context.WithTimeout(st.hctx, DrainTimeout)
+		if err := st.shared.release(ctx, st.disp); err != nil {
 			logWarn(st.log, "sandbox watcher stop failed", "phase", phase, "error", err)
 		}
-		st.watcher = nil
+		cancel()
+		st.shared = nil
 	}
 	if st.disp != nil {
 		st.disp.Close()
@@ -342,6 +358,7 @@ func (st *runState) destroy(phase string) error {
 	if st.handle == nil || st.destroyed {
 		return nil
 	}
+	st.m.s.watches.destroyed(st.key)
 	if err := st.m.s.Destroy(st.hctx, st.rc); err != nil {
 		return err
 	}
@@ -445,7 +462,11 @@ func (m *sandboxMiddleware) onAbort(c *chat.Context, info chat.AbortInfo) error 
 		}
 		logWarn(st.log, "sandbox detach record write failed", "runId", c.RunID, "error", err)
 	}
-	return st.destroy("abort")
+	// Run-scoped hooks may still be reading content (the accessors outlive
+	// the run's cancellation): the engine runs them to the end before the
+	// run's deferred release, which destroys the sandbox.
+	st.destroyAtRelease = "abort"
+	return nil
 }
 
 // cancelled reports whether an abort was a user's cancel, which never

@@ -49,7 +49,7 @@ func ExampleWithSandbox() {
 		FileEvents: sandbox.FileEventsWithDiff,
 		Lifecycle:  sandbox.Lifecycle{DestroyOnComplete: true},
 		Hooks: sandbox.Hooks{
-			OnFileCreate: func(_ context.Context, e *sandbox.FileHookEvent) error {
+			OnFileCreate: func(_ context.Context, e chat.FileEvent) error {
 				fmt.Println("created", e.Path)
 				return nil
 			},

@@ -24,7 +24,7 @@ func TestItem31WatchesWorkspaceRoot(t *testing.T) {
 	e := newEnv(t)
 	var created lines
 	s := e.define(sandbox.Definition{Workspace: gitRepo("/repo"), Hooks: sandbox.Hooks{
-		OnFileCreate: func(_ context.Context, ev *sandbox.FileHookEvent) error { created.add(ev.Path); return nil },
+		OnFileCreate: func(_ context.Context, ev chat.FileEvent) error { created.add(ev.Path); return nil },
 	}})
 	var emitted lines
 	audit := &chat.Middleware{Name: "audit", Sandbox: chat.SandboxHooks{
@@ -63,7 +63,7 @@ func TestItem32FileEventsSwitch(t *testing.T) {
 			e := newEnv(t)
 			var scoped, runScoped lines
 			s := e.define(sandbox.Definition{Workspace: gitRepo("/repo"), FileEvents: tc.fe, Hooks: sandbox.Hooks{
-				OnFile: func(_ context.Context, ev *sandbox.FileHookEvent) error { scoped.add(ev.Path); return nil },
+				OnFile: func(_ context.Context, ev chat.FileEvent) error { scoped.add(ev.Path); return nil },
 			}})
 			audit := &chat.Middleware{Name: "audit", Sandbox: chat.SandboxHooks{
 				OnFile: func(_ *chat.Context, ev chat.FileEvent) error { runScoped.add(ev.Path); return nil },
@@ -119,7 +119,7 @@ func TestItem33TerminalHooksDrainInFlightDiffs(t *testing.T) {
 			e := newEnv(t)
 			var hookDone atomic.Bool
 			s := e.define(sandbox.Definition{FileEvents: sandbox.FileEventsWithDiff, Hooks: sandbox.Hooks{
-				OnFile: func(ctx context.Context, ev *sandbox.FileHookEvent) error {
+				OnFile: func(ctx context.Context, ev chat.FileEvent) error {
 					time.Sleep(150 * time.Millisecond) // a slow hook still in flight at the terminal
 					_ = ev.Diff(ctx)
 					hookDone.Store(true)
@@ -176,11 +176,11 @@ func TestItem34HookFailuresAreIsolated(t *testing.T) {
 	e := newEnv(t)
 	var scoped lines
 	s := e.define(sandbox.Definition{Hooks: sandbox.Hooks{
-		OnFile: func(context.Context, *sandbox.FileHookEvent) error {
+		OnFile: func(context.Context, chat.FileEvent) error {
 			scoped.add("onFile")
 			return errors.New("hook broke")
 		},
-		OnFileCreate: func(context.Context, *sandbox.FileHookEvent) error {
+		OnFileCreate: func(context.Context, chat.FileEvent) error {
 			scoped.add("onFileCreate")
 			panic("hook panicked")
 		},
@@ -375,13 +375,13 @@ func TestSeedSandboxScopedHooks(t *testing.T) {
 	s := e.define(sandbox.Definition{
 		Lifecycle: sandbox.Lifecycle{DestroyOnComplete: true},
 		Hooks: sandbox.Hooks{
-			OnFile: func(_ context.Context, ev *sandbox.FileHookEvent) error {
+			OnFile: func(_ context.Context, ev chat.FileEvent) error {
 				out.add(fmt.Sprintf("[%s] %s", ev.Type, ev.Path))
 				return nil
 			},
-			OnFileCreate: func(_ context.Context, ev *sandbox.FileHookEvent) error { out.add("created " + ev.Path); return nil },
-			OnFileChange: func(_ context.Context, ev *sandbox.FileHookEvent) error { out.add("changed " + ev.Path); return nil },
-			OnFileDelete: func(_ context.Context, ev *sandbox.FileHookEvent) error { out.add("deleted " + ev.Path); return nil },
+			OnFileCreate: func(_ context.Context, ev chat.FileEvent) error { out.add("created " + ev.Path); return nil },
+			OnFileChange: func(_ context.Context, ev chat.FileEvent) error { out.add("changed " + ev.Path); return nil },
+			OnFileDelete: func(_ context.Context, ev chat.FileEvent) error { out.add("deleted " + ev.Path); return nil },
 			OnReady: func(_ context.Context, h sandbox.Handle) error {
 				readyID = h.ID()
 				out.add("sandbox ready")
@@ -451,7 +451,7 @@ func TestSeedDiffHooks(t *testing.T) {
 	e := newEnv(t)
 	var printed, db lines
 	s := e.define(sandbox.Definition{Workspace: gitRepo("/repo"), Hooks: sandbox.Hooks{
-		OnFileChange: func(ctx context.Context, ev *sandbox.FileHookEvent) error {
+		OnFileChange: func(ctx context.Context, ev chat.FileEvent) error {
 			printed.add(fmt.Sprintf("%s changed:\n%s", ev.Path, ev.Diff(ctx)))
 			return nil
 		},

@@ -64,7 +64,7 @@ func BenchmarkPoll100k(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			events := 0
 			p := newPollWatch(hostExec{dir: dir}, WatchOptions{Root: DefaultRoot, Ignore: DefaultIgnore, Logger: orDiscard(nil),
-				OnEvent: func(FileEvent) { events++ }})
+				OnEvent: func(WatchEvent) { events++ }})
 			ctx := context.Background()
 			p.seed(ctx)
 			if p.prev == nil || p.prev.Len() != 100_000 {

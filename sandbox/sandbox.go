@@ -37,6 +37,13 @@ type ExecOptions struct {
 	Dir string
 	// Env is merged over the handle environment.
 	Env map[string]string
+	// MaxOutputBytes caps how much of each stream (stdout, stderr) Exec
+	// buffers; the rest is read and discarded, so the command still runs
+	// to completion, and ExecResult says what was cut. Zero means the
+	// provider's default (DefaultMaxOutputBytes unless configured);
+	// UnlimitedOutput (negative) keeps everything. Spawn ignores it: a
+	// spawned command's output is streamed, not buffered.
+	MaxOutputBytes int64
 }
 
 // ExecResult is the buffered outcome of Exec.
@@ -44,6 +51,13 @@ type ExecResult struct {
 	Stdout   string
 	Stderr   string
 	ExitCode int
+	// Truncated reports that output went past ExecOptions.MaxOutputBytes:
+	// Stdout and Stderr then hold only the first MaxOutputBytes of their
+	// stream (a UTF-8 sequence cut by the cap is left out), and
+	// StdoutDropped and StderrDropped count the bytes discarded.
+	Truncated     bool
+	StdoutDropped int64
+	StderrDropped int64
 }
 
 // Handle is a live sandbox.
@@ -201,6 +215,12 @@ type Snapshot struct {
 // Snapshotter is implemented by handles that can snapshot themselves.
 type Snapshotter interface {
 	Snapshot(ctx context.Context, label string) (Snapshot, error)
+}
+
+// Forker is implemented by handles that can copy themselves into a new,
+// independent sandbox (a snapshot restored at once).
+type Forker interface {
+	Fork(ctx context.Context) (Handle, error)
 }
 
 // RestoreOptions is passed to SnapshotRestorer.RestoreSnapshot.

@@ -154,7 +154,7 @@ func (s *execShell) run(ctx context.Context, cmd string) (string, int, error) {
 	b.WriteString("printf '\\n%s %s\\n' " + Quote(s.sent) + ` "$__bssh_rc"` + "\n")
 	b.WriteString("printf '%s\\n' " + Quote(s.sent+"_CWD") + "\npwd\n")
 	b.WriteString("printf '%s\\n' " + Quote(s.sent+"_ENV") + "\nexport -p\n")
-	res, err := s.h.Exec(ctx, b.String(), ExecOptions{Dir: s.root})
+	res, err := s.h.Exec(ctx, b.String(), ExecOptions{Dir: s.root, MaxOutputBytes: UnlimitedOutput})
 	if err != nil {
 		return "", 0, err
 	}

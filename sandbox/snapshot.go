@@ -14,8 +14,8 @@ const (
 	FileDelete FileEventType = "delete"
 )
 
-// FileEvent is one classified workspace file event.
-type FileEvent struct {
+// WatchEvent is one classified workspace file event.
+type WatchEvent struct {
 	Type FileEventType
 	// Path is the absolute virtual path (root + "/" + relative path).
 	Path      string
@@ -119,18 +119,18 @@ func ParseFindOutput(out string) *FileSnapshot {
 // paths of next in insertion order (create when new, change when the
 // signature differs), then the paths of prev missing from next (delete).
 // All events share ts; paths are joined to root. It is pure.
-func DiffSnapshots(root string, prev, next *FileSnapshot, ts time.Time) []FileEvent {
-	var evs []FileEvent
+func DiffSnapshots(root string, prev, next *FileSnapshot, ts time.Time) []WatchEvent {
+	var evs []WatchEvent
 	matched := 0
 	for _, e := range next.entries {
 		i, had := prev.index[e.path]
 		switch {
 		case !had:
-			evs = append(evs, FileEvent{Type: FileCreate, Path: joinRoot(root, e.path), Timestamp: ts})
+			evs = append(evs, WatchEvent{Type: FileCreate, Path: joinRoot(root, e.path), Timestamp: ts})
 		default:
 			matched++
 			if prev.entries[i].sig != e.sig {
-				evs = append(evs, FileEvent{Type: FileChange, Path: joinRoot(root, e.path), Timestamp: ts})
+				evs = append(evs, WatchEvent{Type: FileChange, Path: joinRoot(root, e.path), Timestamp: ts})
 			}
 		}
 	}
@@ -139,7 +139,7 @@ func DiffSnapshots(root string, prev, next *FileSnapshot, ts time.Time) []FileEv
 	}
 	for _, e := range prev.entries {
 		if _, ok := next.index[e.path]; !ok {
-			evs = append(evs, FileEvent{Type: FileDelete, Path: joinRoot(root, e.path), Timestamp: ts})
+			evs = append(evs, WatchEvent{Type: FileDelete, Path: joinRoot(root, e.path), Timestamp: ts})
 		}
 	}
 	return evs

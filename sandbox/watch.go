@@ -47,7 +47,7 @@ type WatchOptions struct {
 	// Root is the virtual directory watched; default /workspace.
 	Root string
 	// OnEvent receives every event, from one goroutine, in order.
-	OnEvent func(FileEvent)
+	OnEvent func(WatchEvent)
 	Mode    WatchMode
 	// Interval is the poll interval; default 700 ms.
 	Interval time.Duration
@@ -68,6 +68,7 @@ type Watcher struct {
 	stopOnce sync.Once
 	stopErr  error
 	sweep    atomic.Bool // Drain: reconcile with the workspace before exiting
+	syncs    chan chan struct{}
 }
 
 // DrainTimeout bounds the final reconciliation of [Watcher.Drain].
@@ -103,6 +104,33 @@ func (w *Watcher) Stop() error {
 func (w *Watcher) Drain() error {
 	w.sweep.Store(true)
 	return w.Stop()
+}
+
+// Sync reconciles with the workspace while the watcher keeps running: it
+// returns once OnEvent has been called for every change made before Sync
+// was called (the native path delivers what it is coalescing and rescans,
+// the poll path polls at once). It returns at once when the watcher has
+// stopped, and ctx's error when ctx ends first.
+func (w *Watcher) Sync(ctx context.Context) error {
+	if w.syncs == nil {
+		return nil
+	}
+	reply := make(chan struct{})
+	select {
+	case w.syncs <- reply:
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-reply:
+		return nil
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // sweepContext is the context of the final reconciliation: the watcher's
@@ -142,9 +170,10 @@ func WatchWorkspace(ctx context.Context, h Handle, opts WatchOptions) (*Watcher,
 		return nil, &UnsupportedCapabilityError{Provider: h.Provider(), Capability: "watch"}
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &Watcher{cancel: cancel, done: make(chan struct{})}
+	w := &Watcher{cancel: cancel, done: make(chan struct{}), syncs: make(chan chan struct{})}
 	if opts.Mode != WatchPoll && hasNative {
 		n := newNativeWatch(h, opts)
+		n.syncs = w.syncs
 		sub, err := nw.Watch(wctx, opts.Root, NativeWatchOptions{Ignore: opts.Ignore}, n.push(wctx))
 		if err == nil {
 			w.mode = WatchNative
@@ -173,6 +202,7 @@ func WatchWorkspace(ctx context.Context, h Handle, opts WatchOptions) (*Watcher,
 	}
 	w.mode = WatchPoll
 	p := newPollWatch(h, opts)
+	p.syncs = w.syncs
 	p.seed(wctx)
 	go func() {
 		defer close(w.done)
@@ -207,6 +237,7 @@ type pollWatch struct {
 	prevRaw      string        // the find output prev was parsed from, if complete
 	seedComplete bool
 	throws       int
+	syncs        chan chan struct{} // Watcher.Sync requests
 }
 
 func newPollWatch(h Handle, opts WatchOptions) *pollWatch {
@@ -218,7 +249,7 @@ func newPollWatch(h Handle, opts WatchOptions) *pollWatch {
 // snapshot is not parsed (snap is nil) since nothing changed.
 func (p *pollWatch) poll(ctx context.Context, initial bool) (snap *FileSnapshot, raw string, complete, ok bool) {
 	log := p.opts.Logger
-	res, err := p.h.Exec(ctx, p.cmd, ExecOptions{Dir: p.opts.Root})
+	res, err := p.h.Exec(ctx, p.cmd, ExecOptions{Dir: p.opts.Root, MaxOutputBytes: UnlimitedOutput})
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -294,6 +325,9 @@ func (p *pollWatch) loop(ctx context.Context) {
 			return
 		case <-t.C:
 			p.tick(ctx)
+		case reply := <-p.syncs:
+			p.tick(ctx)
+			close(reply)
 		}
 	}
 }
@@ -309,6 +343,11 @@ type nativeWatch struct {
 	known  map[string]string // rel path -> signature
 	seeded bool
 	poll   *pollWatch // set once the watch fell back to polling
+	syncs  chan chan struct{}
+	// swept holds the signatures a Sync reported ahead of their raw
+	// events; the raw event that follows for the same state is not
+	// reported twice.
+	swept map[string]string
 }
 
 func newNativeWatch(h Handle, opts WatchOptions) *nativeWatch {
@@ -419,6 +458,12 @@ func (n *nativeWatch) loop(ctx context.Context) {
 			return
 		case <-timer.C:
 			flush(ctx, false)
+		case reply := <-n.syncs:
+			// Pending coalesced paths first, then a reconciliation for
+			// what inotify has not delivered yet.
+			flush(ctx, true)
+			n.syncSweep(ctx)
+			close(reply)
 		case ev := <-n.raw:
 			switch ev.Op {
 			case RawOverflow:
@@ -452,7 +497,7 @@ func (n *nativeWatch) loop(ctx context.Context) {
 }
 
 func (n *nativeWatch) emit(t FileEventType, rel string, ts time.Time) {
-	n.opts.OnEvent(FileEvent{Type: t, Path: joinRoot(n.opts.Root, rel), Timestamp: ts})
+	n.opts.OnEvent(WatchEvent{Type: t, Path: joinRoot(n.opts.Root, rel), Timestamp: ts})
 }
 
 func (n *nativeWatch) classify(ctx context.Context, path string) {
@@ -484,6 +529,12 @@ func (n *nativeWatch) classify(ctx context.Context, path string) {
 			return
 		}
 		exists = ok
+	}
+	if want, ok := n.swept[rel]; ok {
+		delete(n.swept, rel)
+		if (!exists && want == "") || (exists && !isDir && want == sig) {
+			return // already reported by a Sync
+		}
 	}
 	ts := time.Now()
 	if !exists || isDir {
@@ -530,6 +581,27 @@ func (n *nativeWatch) rescan(ctx context.Context) {
 	}
 }
 
+// syncSweep is Sync's reconciliation on the running watch.
+func (n *nativeWatch) syncSweep(ctx context.Context) {
+	if n.poll != nil || !n.seeded {
+		n.finalSweep(ctx)
+		return
+	}
+	evs, ok := n.reconcile(ctx)
+	if !ok {
+		logWarn(n.opts.Logger, "sandbox watch: sync could not list the root", "root", n.opts.Root)
+		return
+	}
+	if n.swept == nil {
+		n.swept = map[string]string{}
+	}
+	for _, ev := range evs {
+		rel := relPath(n.opts.Root, ev.Path)
+		n.swept[rel] = n.known[rel] // "" for a delete
+		n.opts.OnEvent(ev)
+	}
+}
+
 // finalSweep is Drain's reconciliation: raw events not yet consumed are
 // dropped and the tree is compared with what was reported instead.
 func (n *nativeWatch) finalSweep(ctx context.Context) {
@@ -554,7 +626,7 @@ func (n *nativeWatch) finalSweep(ctx context.Context) {
 // reconcile walks the tree, makes it the known state and returns every
 // difference from the previous known state; ok is false (and nothing
 // changes) when the root cannot be listed.
-func (n *nativeWatch) reconcile(ctx context.Context) (evs []FileEvent, ok bool) {
+func (n *nativeWatch) reconcile(ctx context.Context) (evs []WatchEvent, ok bool) {
 	next, ok := n.scan(ctx)
 	if !ok {
 		return nil, false
@@ -573,6 +645,7 @@ func (n *nativeWatch) reconcile(ctx context.Context) (evs []FileEvent, ok bool) 
 
 func (n *nativeWatch) fallbackToPoll(ctx context.Context) {
 	p := newPollWatch(n.h, n.opts)
+	p.syncs = n.syncs
 	n.poll = p
 	p.seed(ctx)
 	if p.prev != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/sandboxtest"
 )
@@ -17,7 +18,7 @@ func TestItem16DiffSnapshots(t *testing.T) {
 	b := sandbox.ParseFindOutput("2.5\t25\t./b\n3\t30\t./c\n")
 	ts := time.UnixMilli(42)
 	got := sandbox.DiffSnapshots("/workspace", a, b, ts)
-	want := []sandbox.FileEvent{
+	want := []sandbox.WatchEvent{
 		{Type: sandbox.FileChange, Path: "/workspace/b", Timestamp: ts},
 		{Type: sandbox.FileCreate, Path: "/workspace/c", Timestamp: ts},
 		{Type: sandbox.FileDelete, Path: "/workspace/a", Timestamp: ts},
@@ -73,7 +74,7 @@ func TestItem18NonZeroEmptyKeepsSnapshot(t *testing.T) {
 		t.Fatalf("events %v", got)
 	}
 	warns := rec.Find(slog.LevelWarn, "non-zero")
-	if len(warns) != 1 || warns[0].Category != sandbox.CategoryErrors {
+	if len(warns) != 1 || warns[0].Category != chat.CatErrors {
 		t.Fatalf("warns %+v", rec.Records())
 	}
 }

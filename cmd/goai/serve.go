@@ -97,7 +97,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.AllowedHosts = server.LoopbackHosts(limits.allowedHosts...)
 	}
 	chatHandler := server.ChatHandler(cfg)
-	stopRecovery, err := startRecovery(ctx, chatHandler, store, logger)
+	stopRecovery, err := startRecovery(ctx, chatHandler, store, logger, ag.releaseSandbox())
 	if err != nil {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2
@@ -105,6 +105,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stopRecovery()
 	stopRetention := startRetention(ctx, store, limits.retention, logger)
 	defer stopRetention()
+	defer ag.startSweeper(ctx)()
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -56,6 +56,7 @@ type agent struct {
 	policy  *workspace.Policy
 	tools   []*chat.Tool
 	newProv func(dir string) (sandbox.Provider, error)
+	image   string // the docker image (kind "docker")
 	logger  *slog.Logger
 
 	mu        sync.Mutex
@@ -114,8 +115,9 @@ func openAgent(ctx context.Context, f *agentFlags, dataDir string, logger *slog.
 		}
 	case "docker":
 		image := *f.image
+		a.image = image
 		a.newProv = func(dir string) (sandbox.Provider, error) {
-			return docker.New(docker.Options{Image: image, HostDir: dir, Logger: logger})
+			return docker.New(docker.Options{Image: image, HostDir: dir, Owner: dockerOwner(dataDir), Logger: logger})
 		}
 	}
 	a.tools = workspace.RunTools(workspace.Options{Policy: a.policy})

@@ -71,7 +71,7 @@ const (
 // failed record) and cancels detached runs past their TTL. Every replica
 // sharing the store runs one; claims make each recovery happen once. The
 // returned func stops the sweeper and waits for it.
-func startRecovery(ctx context.Context, h *server.Handler, store durable.Store, logger *slog.Logger) (func(), error) {
+func startRecovery(ctx context.Context, h *server.Handler, store durable.Store, logger *slog.Logger, releaseSandbox func(context.Context, durable.RunRecord) error) (func(), error) {
 	if store == nil {
 		return func() {}, nil
 	}
@@ -92,9 +92,9 @@ func startRecovery(ctx context.Context, h *server.Handler, store durable.Store, 
 		Lease:       lease,
 		DetachedTTL: ttl,
 		Logger:      logger,
-		// No sandboxes are wired into goai serve yet; when they are, this
-		// destroys the sandbox of a run whose producer died.
-		ReleaseSandbox: nil,
+		// Destroys the sandbox of a run whose producer died (nil without
+		// sandboxes; see serve_reclaim.go).
+		ReleaseSandbox: releaseSandbox,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

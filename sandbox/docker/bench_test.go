@@ -65,10 +65,38 @@ func BenchmarkPoll10k(b *testing.B) {
 		b.Fatalf("%d files, want 10000", lines)
 	}
 	start := time.Now()
-	w, err := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{Mode: sandbox.WatchPoll, Interval: time.Hour, OnEvent: func(sandbox.FileEvent) {}})
+	w, err := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{Mode: sandbox.WatchPoll, Interval: time.Hour, OnEvent: func(sandbox.WatchEvent) {}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "seed-ms")
 	w.Stop()
+}
+
+// BenchmarkSnapshotRestore10k commits a container whose workspace holds
+// 10,000 files and starts a new container from the commit (restore), then
+// removes both.
+func BenchmarkSnapshotRestore10k(b *testing.B) {
+	p := newProvider(b, docker.Options{})
+	h := create(b, p)
+	ctx := context.Background()
+	mustExec(b, h, `mkdir -p d && cd d && i=0; while [ $i -lt 100 ]; do mkdir -p $i; j=0; while [ $j -lt 100 ]; do echo "file $i $j" > $i/$j.txt; j=$((j+1)); done; i=$((i+1)); done; find . -type f | wc -l`)
+	for b.Loop() {
+		snap, err := h.Snapshot(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rh, err := p.RestoreSnapshot(ctx, sandbox.RestoreOptions{SnapshotID: snap.ID})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := rh.Destroy(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := p.DeleteSnapshot(ctx, snap.ID); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
 }

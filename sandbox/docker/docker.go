@@ -3,9 +3,11 @@
 // (github.com/moby/moby/client), never the CLI.
 //
 // Create starts a container from Options.Image with a keep-alive command,
-// no network (NetworkMode "none" unless Options.NetworkMode says otherwise),
-// an init process (docker-init) as PID 1,
-// the resource limits of Options (memory, CPUs, pids) and the label
+// every capability dropped (CapDrop ALL; Options.CapAdd gives some back),
+// no-new-privileges, no network (NetworkMode "none" unless
+// Options.NetworkMode says otherwise), an init process (docker-init) as
+// PID 1, the resource limits of Options (memory, CPUs, and a process limit
+// of DefaultPidsLimit unless set) and the label
 // io.goai.sandbox=1. The workspace is the container directory
 // Options.Workdir (default /workspace), created with mkdir -p; with
 // Options.HostDir it is a bind mount of that host directory instead. The
@@ -40,7 +42,9 @@
 // by default (so no ports, no host gateway); Destroy removes the container
 // at once instead of stopping it for 5 s first; WritableStdin is true
 // (the Go client half-closes the hijacked connection, which ends stdin
-// without ending stdout); snapshots and fork are not implemented.
+// without ending stdout); snapshots and forks are named
+// goai-sandbox-snapshot:…, and a container commit is taken with the
+// container paused; Sweep removes the containers of a crashed server.
 package docker
 
 import (
@@ -61,14 +65,25 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 )
 
 // Name is the provider name.
 const Name = "docker"
 
-// Label marks every container the provider creates.
-const Label = "io.goai.sandbox"
+// Labels of the containers the provider creates: Label on every one,
+// KeyLabel with the sandbox key (CreateOptions.ID), OwnerLabel with
+// Options.Owner when set.
+const (
+	Label      = "io.goai.sandbox"
+	KeyLabel   = "io.goai.sandbox.key"
+	OwnerLabel = "io.goai.sandbox.owner"
+)
+
+// DefaultPidsLimit is the container's process limit when
+// Options.PidsLimit is zero: a fork bomb stops there.
+const DefaultPidsLimit = 1024
 
 // DefaultKeepAlive is the container command when Options.KeepAlive is empty.
 var DefaultKeepAlive = []string{"sh", "-c", "tail -f /dev/null"}
@@ -91,8 +106,20 @@ type Options struct {
 	Memory int64
 	// CPUs is the CPU limit, e.g. 0.5 (0: none).
 	CPUs float64
-	// PidsLimit limits the number of processes (0: none).
+	// PidsLimit limits the number of processes; 0 means
+	// DefaultPidsLimit, a negative value no limit.
 	PidsLimit int64
+	// Owner, when set, labels this provider's containers so that Sweep
+	// leaves other servers' containers on a shared daemon alone (for
+	// example the server's data directory).
+	Owner string
+	// CapAdd lists capabilities given back to the container; by default
+	// it has none (CapDrop ALL), and no-new-privileges is always set.
+	CapAdd []string
+	// MaxOutputBytes caps what Exec buffers per stream when
+	// ExecOptions.MaxOutputBytes is zero; zero means
+	// sandbox.DefaultMaxOutputBytes.
+	MaxOutputBytes int64
 	// NoInit turns off the container's init process (docker-init). By
 	// default PID 1 is an init that reaps the orphans of killed commands,
 	// which would otherwise stay zombies under the keep-alive command.
@@ -164,6 +191,7 @@ func (p *Provider) Capabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{
 		FS: true, Exec: true, Env: true, BackgroundProcesses: true, WritableStdin: true,
 		KillableProcesses: true, DurableFilesystem: true,
+		Snapshots: p.opts.HostDir == "", Fork: p.opts.HostDir == "",
 	}
 }
 
@@ -171,12 +199,18 @@ func (p *Provider) removeOnDestroy() bool {
 	return p.opts.RemoveOnDestroy == nil || *p.opts.RemoveOnDestroy
 }
 
-// Create starts a new container. opts.ID and opts.Workspace are ignored;
-// opts.Env seeds the handle environment.
+// Create starts a new container, labelled with opts.ID (the sandbox key,
+// io.goai.sandbox.key) for Sweep. opts.Workspace is ignored; opts.Env
+// seeds the handle environment.
 func (p *Provider) Create(ctx context.Context, opts sandbox.CreateOptions) (sandbox.Handle, error) {
 	if err := p.ensureImage(ctx); err != nil {
 		return nil, err
 	}
+	return p.createFrom(ctx, p.opts.Image, opts.ID, opts.Env)
+}
+
+// createFrom creates and starts a container from image.
+func (p *Provider) createFrom(ctx context.Context, image, key string, env map[string]string) (sandbox.Handle, error) {
 	cmd := p.opts.KeepAlive
 	if len(cmd) == 0 {
 		cmd = DefaultKeepAlive
@@ -185,23 +219,37 @@ func (p *Provider) Create(ctx context.Context, opts sandbox.CreateOptions) (sand
 	hc := &container.HostConfig{
 		Init:        &initProc,
 		NetworkMode: container.NetworkMode(p.opts.NetworkMode),
+		CapDrop:     []string{"ALL"},
+		CapAdd:      p.opts.CapAdd,
+		SecurityOpt: []string{"no-new-privileges"},
 		Resources: container.Resources{
 			Memory:   p.opts.Memory,
 			NanoCPUs: int64(p.opts.CPUs * 1e9),
 		},
 	}
-	if p.opts.PidsLimit > 0 {
-		hc.Resources.PidsLimit = &p.opts.PidsLimit
+	pids := p.opts.PidsLimit
+	if pids == 0 {
+		pids = DefaultPidsLimit
+	}
+	if pids > 0 {
+		hc.Resources.PidsLimit = &pids
 	}
 	if p.opts.HostDir != "" {
 		hc.Binds = []string{p.opts.HostDir + ":" + p.opts.Workdir + ":rw"}
 	}
+	labels := map[string]string{Label: "1"}
+	if key != "" {
+		labels[KeyLabel] = key
+	}
+	if p.opts.Owner != "" {
+		labels[OwnerLabel] = p.opts.Owner
+	}
 	res, err := p.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{
-			Image:      p.opts.Image,
+			Image:      image,
 			Cmd:        cmd,
 			WorkingDir: p.opts.Workdir,
-			Labels:     map[string]string{Label: "1"},
+			Labels:     labels,
 		},
 		HostConfig: hc,
 	})
@@ -213,12 +261,12 @@ func (p *Provider) Create(ctx context.Context, opts sandbox.CreateOptions) (sand
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 		defer cancel()
 		if _, rerr := p.cli.ContainerRemove(rctx, res.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); rerr != nil {
-			p.logger.Warn("docker: remove after failed create failed", "category", sandbox.CategoryErrors, "container", res.ID, "error", rerr)
+			p.logger.Warn("docker: remove after failed create failed", "category", chat.CatErrors, "container", res.ID, "error", rerr)
 		}
 		return nil, err
 	}
-	if len(opts.Env) > 0 {
-		_ = h.SetEnv(opts.Env)
+	if len(env) > 0 {
+		_ = h.SetEnv(env)
 	}
 	return h, nil
 }
@@ -231,7 +279,7 @@ func (p *Provider) ensureImage(ctx context.Context) error {
 	if !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("docker: inspect image %s: %w", p.opts.Image, err)
 	}
-	p.logger.Debug("docker: pulling image", "category", sandbox.CategorySandbox, "image", p.opts.Image)
+	p.logger.Debug("docker: pulling image", "category", chat.CatSandbox, "image", p.opts.Image)
 	rc, err := p.cli.ImagePull(ctx, p.opts.Image, client.ImagePullOptions{})
 	if err != nil {
 		return fmt.Errorf("docker: pull %s: %w", p.opts.Image, err)
@@ -283,7 +331,7 @@ func (p *Provider) Resume(ctx context.Context, id string) (sandbox.Handle, error
 	}
 	h, err := p.start(ctx, res.Container.ID, false)
 	if err != nil {
-		p.logger.Debug("docker: resume could not start the container", "category", sandbox.CategorySandbox, "container", id, "error", err)
+		p.logger.Debug("docker: resume could not start the container", "category", chat.CatSandbox, "container", id, "error", err)
 		return nil, nil
 	}
 	return h, nil

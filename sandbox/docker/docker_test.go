@@ -1,6 +1,7 @@
 package docker_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -143,6 +144,18 @@ func TestContainerConfig(t *testing.T) {
 	if c.HostConfig.Init == nil || !*c.HostConfig.Init {
 		t.Error("no init process")
 	}
+	if !slices.Equal(c.HostConfig.CapDrop, []string{"ALL"}) || len(c.HostConfig.CapAdd) != 0 || !slices.Contains(c.HostConfig.SecurityOpt, "no-new-privileges") {
+		t.Errorf("capabilities: drop %v add %v security %v", c.HostConfig.CapDrop, c.HostConfig.CapAdd, c.HostConfig.SecurityOpt)
+	}
+	// Inside, the command holds no capability: it cannot mount, and
+	// setuid binaries give nothing (no-new-privileges).
+	if got := mustExec(t, h, "grep -E 'CapEff|CapBnd|NoNewPrivs' /proc/self/status | tr -s '\t ' ' '"); !strings.Contains(got, "CapEff: 0000000000000000") ||
+		!strings.Contains(got, "CapBnd: 0000000000000000") || !strings.Contains(got, "NoNewPrivs: 1") {
+		t.Errorf("process status: %q", got)
+	}
+	if res, err := h.Exec(context.Background(), "mount -t tmpfs none /mnt && echo MOUNTED", sandbox.ExecOptions{}); err != nil || strings.Contains(res.Stdout, "MOUNTED") {
+		t.Errorf("mount inside the container: %+v %v", res, err)
+	}
 	if c.Config.Labels[docker.Label] != "1" {
 		t.Errorf("labels %v", c.Config.Labels)
 	}
@@ -235,18 +248,37 @@ func TestSpawnStdinKillCancel(t *testing.T) {
 		t.Errorf("wait %d %v", code, err)
 	}
 
-	p, err = h.Spawn(ctx, "trap '' TERM; sleep 30", sandbox.ExecOptions{})
+	// Every wait below is on an event (a line of output, the end of the
+	// command, the processes gone), bounded only by a generous deadline
+	// that a loaded machine never reaches.
+	wait := func(p sandbox.Process, what string) int {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		code, err := p.Wait(wctx)
+		if err != nil {
+			t.Fatalf("%s: wait: %v", what, err)
+		}
+		return code
+	}
+	started := func(p sandbox.Process) {
+		t.Helper()
+		line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
+		if err != nil || line != "started\n" {
+			t.Fatalf("start line %q: %v", line, err)
+		}
+	}
+
+	p, err = h.Spawn(ctx, "trap '' TERM; echo started; sleep 30", sandbox.ExecOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	started(p)
 	if err := p.Kill(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if code, err := p.Wait(wctx); err != nil || code == 0 {
-		t.Errorf("after SIGKILL: %d %v", code, err)
+	if code := wait(p, "after SIGKILL"); code == 0 {
+		t.Errorf("after SIGKILL: exit %d", code)
 	}
 
 	// A Kill right after Spawn, possibly before the daemon has started the
@@ -259,23 +291,19 @@ func TestSpawnStdinKillCancel(t *testing.T) {
 		if err := p.Kill(nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Wait(wctx); err != nil {
-			t.Fatalf("immediate kill: %v", err)
-		}
+		wait(p, "immediate kill")
 	}
 
 	sctx, scancel := context.WithCancel(ctx)
-	p, err = h.Spawn(sctx, "sleep 30 & sleep 30; wait", sandbox.ExecOptions{})
+	p, err = h.Spawn(sctx, "sleep 30 & echo started; sleep 30; wait", sandbox.ExecOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	started(p)
 	scancel()
-	if _, err := p.Wait(wctx); err != nil {
-		t.Errorf("cancelled spawn: %v", err)
-	}
+	wait(p, "cancelled spawn")
 	// No sleep is left, not even a zombie (docker-init reaps orphans).
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		got := strings.TrimSpace(mustExec(t, h, "ps -o stat,comm | grep -c sleep || true"))
 		if got == "0" {
@@ -418,5 +446,45 @@ func TestWorkdir(t *testing.T) {
 	res, err := h.Exec(ctx, "pwd", sandbox.ExecOptions{Dir: "/workspace/tmp"})
 	if err != nil || res.Stdout != "/srv/ws/tmp\n" {
 		t.Errorf("dir: %+v %v", res, err)
+	}
+}
+
+// Sweep removes this owner's containers whose sandbox is unknown and
+// leaves known ones and other owners' alone.
+func TestSweepRemovesUnknownContainers(t *testing.T) {
+	ctx := context.Background()
+	owner := "sweep-test-" + fmt.Sprint(time.Now().UnixNano())
+	p := newProvider(t, docker.Options{Owner: owner})
+	other := newProvider(t, docker.Options{Owner: owner + "-other"})
+	mk := func(p *docker.Provider, key string) sandbox.Handle {
+		h, err := p.Create(ctx, sandbox.CreateOptions{ID: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.Destroy(context.Background()) })
+		return h
+	}
+	known, unknown, foreign := mk(p, "key-known"), mk(p, "key-lost"), mk(other, "key-lost")
+	var asked []string
+	removed, err := p.Sweep(ctx, docker.SweepOptions{MinAge: -1, Known: func(_ context.Context, key, id string) (bool, error) {
+		asked = append(asked, key)
+		return key == "key-known", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(removed, []string{unknown.ID()}) {
+		t.Fatalf("removed %v, want only %s (asked about %v)", removed, unknown.ID(), asked)
+	}
+	if inspect(t, unknown.ID()) != nil {
+		t.Fatal("the unknown container is still there")
+	}
+	if inspect(t, known.ID()) == nil || inspect(t, foreign.ID()) == nil {
+		t.Fatal("a known or foreign container was removed")
+	}
+	// Young containers are spared by default.
+	removed, err = p.Sweep(ctx, docker.SweepOptions{Known: func(context.Context, string, string) (bool, error) { return false, nil }})
+	if err != nil || len(removed) != 0 {
+		t.Fatalf("default MinAge swept %v (%v)", removed, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 )
 
@@ -193,7 +194,7 @@ func (x *execution) cancel() {
 	x.quick = true
 	x.mu.Unlock()
 	if err := x.kill(syscall.SIGTERM); err != nil {
-		x.h.p.logger.Warn("docker: killing a cancelled command failed", "category", sandbox.CategoryErrors, "container", x.h.id, "error", err)
+		x.h.p.logger.Warn("docker: killing a cancelled command failed", "category", chat.CatErrors, "container", x.h.id, "error", err)
 	}
 	x.hr.Close()
 	<-x.exited
@@ -221,7 +222,9 @@ func (h *Handle) run(ctx context.Context, argv []string, dir string, env map[str
 	}
 }
 
-// Exec runs cmd with sh -c in the container and buffers its output. If
+// Exec runs cmd with sh -c in the container and buffers at most
+// ExecOptions.MaxOutputBytes (else Options.MaxOutputBytes, else
+// sandbox.DefaultMaxOutputBytes) of each stream. If
 // ctx is cancelled the command's processes are killed and ctx's error is
 // returned.
 func (h *Handle) Exec(ctx context.Context, cmd string, opts sandbox.ExecOptions) (sandbox.ExecResult, error) {
@@ -229,9 +232,14 @@ func (h *Handle) Exec(ctx context.Context, cmd string, opts sandbox.ExecOptions)
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}
-	var stdout, stderr bytes.Buffer
-	code, err := h.run(ctx, []string{"sh", "-c", cmd}, dir, opts.Env, nil, &stdout, &stderr)
-	res := sandbox.ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: code}
+	limit := sandbox.OutputLimit(opts.MaxOutputBytes, h.p.opts.MaxOutputBytes)
+	stdout, stderr := &sandbox.CappedBuffer{Max: limit}, &sandbox.CappedBuffer{Max: limit}
+	code, err := h.run(ctx, []string{"sh", "-c", cmd}, dir, opts.Env, nil, stdout, stderr)
+	res := sandbox.ExecResult{
+		Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: code,
+		Truncated:     stdout.Truncated() || stderr.Truncated(),
+		StdoutDropped: stdout.Dropped(), StderrDropped: stderr.Dropped(),
+	}
 	if err != nil {
 		return res, fmt.Errorf("docker: exec: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/local"
 )
@@ -33,10 +34,10 @@ func BenchmarkNativeLatency(b *testing.B) {
 			dir := h.(*local.Handle).HostDir()
 			seen := make(chan time.Time, 16)
 			d := sandbox.NewDispatcher(context.Background(), sandbox.DispatcherOptions{Hooks: sandbox.Hooks{
-				OnFile: func(context.Context, *sandbox.FileHookEvent) error { seen <- time.Now(); return nil },
+				OnFile: func(context.Context, chat.FileEvent) error { seen <- time.Now(); return nil },
 			}})
-			w, err := sandbox.WatchWorkspace(context.Background(), h, sandbox.WatchOptions{Coalesce: tc.coalesce, OnEvent: func(ev sandbox.FileEvent) {
-				d.Dispatch(sandbox.NewFileHookEvent(h, "", "", ev, nil))
+			w, err := sandbox.WatchWorkspace(context.Background(), h, sandbox.WatchOptions{Coalesce: tc.coalesce, OnEvent: func(ev sandbox.WatchEvent) {
+				d.Dispatch(sandbox.NewFileContent(h, "", "", ev, nil))
 			}})
 			if err != nil {
 				b.Fatal(err)
@@ -78,7 +79,7 @@ func BenchmarkNativeLatency(b *testing.B) {
 	}
 }
 
-// BenchmarkDiff10k measures FileHookEvent.Diff for a file in a
+// BenchmarkDiff10k measures FileContent.Diff for a file in a
 // 10,000-file git repository: a modified tracked file (one git diff) and a
 // new untracked file (git diff, check-ignore, the tracked-ness probe and
 // the synthesized patch).
@@ -109,7 +110,7 @@ func BenchmarkDiff10k(b *testing.B) {
 	base := sandbox.Baseline(ctx, h, "/workspace", nil)
 	for _, tc := range []struct{ name, rel string }{{"tracked", "pkg050/f050.go"}, {"untracked", "pkg050/new.go"}} {
 		b.Run(tc.name, func(b *testing.B) {
-			e := sandbox.NewFileHookEvent(h, "/workspace", base, sandbox.FileEvent{Type: sandbox.FileChange, Path: "/workspace/" + tc.rel}, nil)
+			e := sandbox.NewFileContent(h, "/workspace", base, sandbox.WatchEvent{Type: sandbox.FileChange, Path: "/workspace/" + tc.rel}, nil)
 			if d := e.Diff(ctx); d == "" {
 				b.Fatal("empty diff")
 			}
@@ -118,5 +119,47 @@ func BenchmarkDiff10k(b *testing.B) {
 				e.Diff(ctx)
 			}
 		})
+	}
+}
+
+// BenchmarkSnapshotRestore10k snapshots a 10,000-file workspace (100
+// directories of 100 small files) and restores it into a new sandbox. The
+// first snapshot stores the blobs; later ones find them stored.
+func BenchmarkSnapshotRestore10k(b *testing.B) {
+	base := b.TempDir()
+	p := local.New(local.Options{BaseDir: base})
+	ctx := context.Background()
+	h, err := p.Create(ctx, sandbox.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Destroy(ctx)
+	dir := h.(*local.Handle).HostDir()
+	for i := range 100 {
+		sub := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for j := range 100 {
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("%d.txt", j)), fmt.Appendf(nil, "file %d %d\n", i, j), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	sn := h.(sandbox.Snapshotter)
+	for b.Loop() {
+		snap, err := sn.Snapshot(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rh, err := p.RestoreSnapshot(ctx, sandbox.RestoreOptions{SnapshotID: snap.ID})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := rh.Destroy(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
 }

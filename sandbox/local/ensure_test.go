@@ -42,9 +42,12 @@ func TestItem1EnsureClonesGit(t *testing.T) {
 			if iso == local.IsolationBubblewrap {
 				requireBwrap(t)
 			}
-			p := local.New(local.Options{BaseDir: t.TempDir(), Isolation: iso})
+			origin := gitRepo(t)
+			// The isolated sandbox sees no host path but its own: the
+			// origin is bound in read-only, as a clone source must be.
+			p := local.New(local.Options{BaseDir: t.TempDir(), Isolation: iso, ReadOnlyBinds: []string{strings.TrimPrefix(origin, "file://")}})
 			s, err := sandbox.Define(sandbox.Definition{ID: "repo", Provider: p, Workspace: &sandbox.Workspace{
-				Source: sandbox.Source{Kind: sandbox.SourceGit, URL: gitRepo(t), Ref: "main"},
+				Source: sandbox.Source{Kind: sandbox.SourceGit, URL: origin, Ref: "main"},
 				Setup:  sandbox.Serial("git log --oneline | wc -l > commits.txt"),
 			}})
 			if err != nil {

@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/local"
 )
@@ -30,7 +32,7 @@ func ExampleWatchWorkspace() {
 	var mu sync.Mutex
 	var lines []string
 	w, _ := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{
-		OnEvent: func(e sandbox.FileEvent) {
+		OnEvent: func(e sandbox.WatchEvent) {
 			mu.Lock()
 			lines = append(lines, fmt.Sprintf("%s %s", e.Type, e.Path))
 			mu.Unlock()
@@ -70,12 +72,12 @@ func Example_fileHooks() {
 		ID:       "repo-agent",
 		Provider: local.New(local.Options{Dir: dir, RemoveOnDestroy: &keep}),
 		Hooks: sandbox.Hooks{
-			OnFileChange: func(ctx context.Context, e *sandbox.FileHookEvent) error {
-				fmt.Printf("%s changed:\n%s", e.Rel(), e.Diff(ctx))
+			OnFileChange: func(ctx context.Context, e chat.FileEvent) error {
+				fmt.Printf("%s changed:\n%s", strings.TrimPrefix(e.Path, "/workspace/"), e.Diff(ctx))
 				return nil
 			},
-			OnFileCreate: func(ctx context.Context, e *sandbox.FileHookEvent) error {
-				fmt.Printf("created %s (before %q, after %q)\n", e.Rel(), e.Before(ctx), e.After(ctx))
+			OnFileCreate: func(ctx context.Context, e chat.FileEvent) error {
+				fmt.Printf("created %s (before %q, after %q)\n", strings.TrimPrefix(e.Path, "/workspace/"), e.Before(ctx), e.After(ctx))
 				return nil
 			},
 		},
@@ -84,8 +86,8 @@ func Example_fileHooks() {
 	h, _, _ := s.Ensure(ctx, sandbox.RunContext{ThreadID: "t"})
 	baseSHA := sandbox.Baseline(ctx, h, def.Root(), nil)
 	d := sandbox.NewDispatcher(ctx, sandbox.DispatcherOptions{Hooks: def.Hooks})
-	w, _ := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{Root: def.Root(), OnEvent: func(ev sandbox.FileEvent) {
-		d.Dispatch(sandbox.NewFileHookEvent(h, def.Root(), baseSHA, ev, nil))
+	w, _ := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{Root: def.Root(), OnEvent: func(ev sandbox.WatchEvent) {
+		d.Dispatch(sandbox.NewFileContent(h, def.Root(), baseSHA, ev, nil))
 	}})
 	h.FS().WriteFile(ctx, "/workspace/main.go", []byte("package main\n\nfunc main() {}\n"), 0o644)
 	time.Sleep(200 * time.Millisecond)

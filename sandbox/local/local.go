@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 )
 
@@ -36,9 +37,13 @@ type Isolation int
 const (
 	// IsolationNone runs commands as plain host processes.
 	IsolationNone Isolation = iota
-	// IsolationBubblewrap runs every command under bwrap: read-only host
-	// root, a private /tmp, the workspace as the only writable bind, no
-	// network, its own PID namespace, --die-with-parent.
+	// IsolationBubblewrap runs every command under bwrap: only /usr, /bin,
+	// /lib* and a minimal /etc of the host, read-only; a private /tmp; the
+	// workspace as the only writable bind; no network (unless
+	// Options.Network); every namespace unshared, every capability
+	// dropped, and an unprivileged uid in a user namespace where the
+	// kernel allows one; a scrubbed environment; --die-with-parent. It
+	// holds when goai runs as root.
 	IsolationBubblewrap
 )
 
@@ -56,21 +61,37 @@ type Options struct {
 	Dir string
 	// BaseDir defaults to $TMPDIR/goai-sandboxes.
 	BaseDir string
+	// SnapshotDir holds snapshots (blobs and manifests); default
+	// BaseDir/.snapshots.
+	SnapshotDir string
 	// RemoveOnDestroy defaults to Dir == "".
 	RemoveOnDestroy *bool
 	// ScrubEnv names host variables removed from every command's
-	// environment.
+	// environment (IsolationNone; a bubblewrapped command inherits
+	// nothing from the host but LANG).
 	ScrubEnv  []string
 	Isolation Isolation
 	// BwrapPath defaults to "bwrap" on $PATH.
 	BwrapPath string
-	Logger    *slog.Logger
+	// Network lets bubblewrapped commands use the host network; by
+	// default they have none.
+	Network bool
+	// ReadOnlyBinds are further host paths bubblewrapped commands see,
+	// read-only, at the same path (for example a toolchain under /opt).
+	ReadOnlyBinds []string
+	// MaxOutputBytes caps what Exec buffers per stream when
+	// ExecOptions.MaxOutputBytes is zero; zero means
+	// sandbox.DefaultMaxOutputBytes.
+	MaxOutputBytes int64
+	Logger         *slog.Logger
 }
 
 // Provider is the local-process provider.
 type Provider struct {
 	opts   Options
 	logger *slog.Logger
+
+	probe usernsProbe
 
 	mu   sync.Mutex
 	regs map[string]*registry // process groups per workspace directory
@@ -121,7 +142,7 @@ func (r *registry) killAll(logger *slog.Logger) {
 		}
 	}
 	if left := r.live(); len(left) > 0 {
-		logger.Warn("local: process groups survived SIGKILL", "category", sandbox.CategoryErrors, "groups", left)
+		logger.Warn("local: process groups survived SIGKILL", "category", chat.CatErrors, "groups", left)
 	}
 }
 
@@ -136,10 +157,15 @@ func New(opts Options) *Provider {
 
 func (p *Provider) Name() string { return Name }
 
+// Capabilities: Snapshots is reported only for providers that make their
+// own directories (Options.Dir empty): a fixed directory is the user's
+// workspace, which Ensure should not copy away after every setup (Snapshot
+// and Fork still work when called).
 func (p *Provider) Capabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{
 		FS: true, Exec: true, Env: true, BackgroundProcesses: true, WritableStdin: true,
 		KillableProcesses: true, DurableFilesystem: true, NativeWatch: true,
+		Snapshots: p.opts.Dir == "", Fork: true,
 	}
 }
 
@@ -345,16 +371,19 @@ func removeAll(ctx context.Context, dir string, logger *slog.Logger) error {
 		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
 		}
 	}
-	logger.Warn("local: workspace still busy after retries", "category", sandbox.CategoryErrors, "dir", dir, "error", err)
+	logger.Warn("local: workspace still busy after retries", "category", chat.CatErrors, "dir", dir, "error", err)
 	return nil
 }
 
 var (
-	_ sandbox.Provider      = (*Provider)(nil)
-	_ sandbox.Handle        = (*Handle)(nil)
-	_ sandbox.FS            = (*FS)(nil)
-	_ sandbox.Lstater       = (*FS)(nil)
-	_ sandbox.NativeWatcher = (*FS)(nil)
+	_ sandbox.Provider         = (*Provider)(nil)
+	_ sandbox.SnapshotRestorer = (*Provider)(nil)
+	_ sandbox.Snapshotter      = (*Handle)(nil)
+	_ sandbox.Forker           = (*Handle)(nil)
+	_ sandbox.Handle           = (*Handle)(nil)
+	_ sandbox.FS               = (*FS)(nil)
+	_ sandbox.Lstater          = (*FS)(nil)
+	_ sandbox.NativeWatcher    = (*FS)(nil)
 )
 
 // BaseDir is the directory new sandboxes are created in.

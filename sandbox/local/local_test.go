@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/local"
 	"github.com/goai-sdk/goai/sandbox/sandboxtest"
@@ -256,10 +257,10 @@ func TestBubblewrapIsolation(t *testing.T) {
 
 type recorder struct {
 	mu  sync.Mutex
-	evs []sandbox.FileEvent
+	evs []sandbox.WatchEvent
 }
 
-func (r *recorder) add(e sandbox.FileEvent) {
+func (r *recorder) add(e sandbox.WatchEvent) {
 	r.mu.Lock()
 	r.evs = append(r.evs, e)
 	r.mu.Unlock()
@@ -380,7 +381,9 @@ func TestNativeCoalescingOnInotify(t *testing.T) {
 		wantMin  int
 		wantMax  int
 	}{
-		{"default", 0, 4 * time.Millisecond, 1, 1},
+		// The window never closes by itself: Sync delivers what it holds,
+		// so the outcome does not depend on how fast the machine is.
+		{"coalesced", time.Hour, 4 * time.Millisecond, 1, 1},
 		{"off", -1, 25 * time.Millisecond, 2, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -388,6 +391,15 @@ func TestNativeCoalescingOnInotify(t *testing.T) {
 			var r recorder
 			w := watch(t, h, sandbox.WatchOptions{Coalesce: tc.coalesce}, &r)
 			defer w.Stop()
+			settle := settle
+			if tc.coalesce > 0 {
+				settle = func(t *testing.T, r *recorder, _ int) []string {
+					if err := w.Sync(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+					return r.pairs()
+				}
+			}
 			f := filepath.Join(h.HostDir(), "saved.txt")
 			// One save of a new file: create + write (+ chmod) raw events.
 			os.WriteFile(f, []byte("hello"), 0o644)
@@ -395,8 +407,8 @@ func TestNativeCoalescingOnInotify(t *testing.T) {
 			if len(got) < tc.wantMin || len(got) > tc.wantMax || got[0] != "create saved.txt" {
 				t.Fatalf("save: %v", got)
 			}
-			// A burst of writes to one file within the window (5 writes
-			// 4 ms apart: ~20 ms < 50 ms). Without coalescing the writes are
+			// A burst of writes to one file within the window. Without
+			// coalescing the writes are
 			// spaced so the kernel cannot merge the queued events.
 			mark := len(got)
 			fh, _ := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
@@ -437,15 +449,15 @@ func TestItem30PathOnlyHookOnRealWatcher(t *testing.T) {
 	base := sandbox.Baseline(context.Background(), h, "/workspace", nil) // one exec, before the watcher
 	var seen atomic.Int32
 	d := sandbox.NewDispatcher(context.Background(), sandbox.DispatcherOptions{Hooks: sandbox.Hooks{
-		OnFile: func(_ context.Context, e *sandbox.FileHookEvent) error {
+		OnFile: func(_ context.Context, e chat.FileEvent) error {
 			if e.Path != "" && e.Type != "" {
 				seen.Add(1)
 			}
 			return nil
 		},
 	}})
-	w, err := sandbox.WatchWorkspace(context.Background(), h, sandbox.WatchOptions{OnEvent: func(ev sandbox.FileEvent) {
-		d.Dispatch(sandbox.NewFileHookEvent(h, "/workspace", base, ev, nil))
+	w, err := sandbox.WatchWorkspace(context.Background(), h, sandbox.WatchOptions{OnEvent: func(ev sandbox.WatchEvent) {
+		d.Dispatch(sandbox.NewFileContent(h, "/workspace", base, ev, nil))
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -473,4 +485,160 @@ func TestNativeContextCancelReleasesInotify(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel() // no Stop: the context alone must release the watch
+}
+
+// TestBubblewrapHoldsAsRoot runs as whatever user the tests run as (root in
+// CI and in containers): a bubblewrapped command has no capability, cannot
+// make a read-only path writable, cannot read /etc/shadow, the home
+// directory or a data directory outside its workspace, and inherits no host
+// secret from the environment.
+func TestBubblewrapHoldsAsRoot(t *testing.T) {
+	requireBwrap(t)
+	const secret = "sk-goai-test-secret-value-4242"
+	t.Setenv("GOAI_SECRET", secret)
+	t.Setenv("OPENAI_API_KEY", secret)
+	dataDir := t.TempDir() // stands for the goai data directory (.goai)
+	if err := os.WriteFile(filepath.Join(dataDir, "goai.db"), []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, h := create(t, local.Options{Isolation: local.IsolationBubblewrap})
+	run := func(cmd string) sandbox.ExecResult {
+		t.Helper()
+		res, err := h.Exec(ctx, cmd, sandbox.ExecOptions{Env: map[string]string{"PASSED": "yes"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	if res := run("grep CapEff /proc/self/status"); !strings.Contains(res.Stdout, "0000000000000000") {
+		t.Fatalf("capabilities kept: %q", res.Stdout)
+	}
+	if res := run("grep CapBnd /proc/self/status"); !strings.Contains(res.Stdout, "0000000000000000") {
+		t.Fatalf("bounding set kept: %q", res.Stdout)
+	}
+	if os.Getuid() == 0 {
+		if res := run("id -u"); strings.TrimSpace(res.Stdout) == "0" {
+			// Allowed only where the kernel refuses user namespaces.
+			if probe := exec.Command("bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"); probe.Run() == nil {
+				t.Fatalf("runs as uid 0 although user namespaces are available")
+			}
+		}
+	}
+
+	probe := fmt.Sprintf("/usr/goai-remount-probe-%d", time.Now().UnixNano())
+	defer os.Remove(probe)
+	res := run("mount --bind /usr /usr && mount -o remount,bind,rw /usr && touch " + probe + " && echo REMOUNTED")
+	if strings.Contains(res.Stdout, "REMOUNTED") || res.ExitCode == 0 {
+		t.Fatalf("remounted /usr writable: %+v", res)
+	}
+	if res := run("mount -t tmpfs none /usr/local 2>&1; echo rc=$?"); strings.Contains(res.Stdout, "rc=0") {
+		t.Fatalf("mounted over /usr/local: %q", res.Stdout)
+	}
+	if _, err := os.Stat(probe); err == nil {
+		t.Fatal("wrote to the host's /usr")
+	}
+
+	if res := run("cat /etc/shadow"); res.ExitCode == 0 || res.Stdout != "" {
+		t.Fatalf("read /etc/shadow: %+v", res)
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		if res := run("ls -A " + sandbox.Quote(home)); res.ExitCode == 0 && strings.TrimSpace(res.Stdout) != "" {
+			t.Fatalf("sees the home directory %s: %q", home, res.Stdout)
+		}
+	}
+	if res := run("cat " + sandbox.Quote(filepath.Join(dataDir, "goai.db"))); res.ExitCode == 0 || strings.Contains(res.Stdout, secret) {
+		t.Fatalf("read the data directory: %+v", res)
+	}
+	for _, dir := range []string{"/root", "/var", "/run", "/home"} {
+		if res := run("ls -A " + dir + " 2>/dev/null | head -1"); strings.TrimSpace(res.Stdout) != "" {
+			t.Fatalf("host %s is visible: %q", dir, res.Stdout)
+		}
+	}
+
+	res = run("env")
+	if strings.Contains(res.Stdout, secret) || strings.Contains(res.Stdout, "GOAI_SECRET") || strings.Contains(res.Stdout, "OPENAI_API_KEY") {
+		t.Fatalf("host secret leaked into the environment:\n%s", res.Stdout)
+	}
+	if !strings.Contains(res.Stdout, "PASSED=yes") || !strings.Contains(res.Stdout, "PATH=") {
+		t.Fatalf("environment lacks PATH or the passed variable:\n%s", res.Stdout)
+	}
+	if res := run("cat /proc/1/environ | tr '\\000' '\\n'"); strings.Contains(res.Stdout, secret) {
+		t.Fatal("host secret visible through /proc/1/environ")
+	}
+	// The workspace is still usable: git runs and writes there.
+	if res := run("git init -q . && git config user.email a@b && git config user.name n && echo x > f && git add f && git commit -qm m && git rev-parse HEAD"); res.ExitCode != 0 {
+		t.Fatalf("git in the workspace: %+v", res)
+	}
+}
+
+// Local snapshots leave out .git, node_modules and .env* at any depth,
+// redact the handle environment's secret values, and store each content
+// once.
+func TestSnapshotExclusionsAndRedaction(t *testing.T) {
+	ctx := context.Background()
+	p, h := create(t, local.Options{})
+	const secret = "sk-live-0123456789"
+	if err := h.SetEnv(map[string]string{"OPENAI_API_KEY": secret, "DEBUG": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := h.HostDir()
+	for name, content := range map[string]string{
+		"keep.txt":              "token=" + secret + "\nDEBUG=1\n",
+		"same-a.txt":            "same",
+		"sub/same-b.txt":        "same",
+		".git/config":           "[core]",
+		"node_modules/x/i.js":   "x",
+		".env":                  "K=" + secret,
+		".env.local":            "K=2",
+		"sub/.env.production":   "K=3",
+		"sub/node_modules/y.js": "y",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := h.Snapshot(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rh, err := p.RestoreSnapshot(ctx, sandbox.RestoreOptions{SnapshotID: snap.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rh.Destroy(ctx)
+	rdir := rh.(*local.Handle).HostDir()
+	var got []string
+	filepath.WalkDir(rdir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(rdir, path)
+			got = append(got, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	slices.Sort(got)
+	if want := []string{"keep.txt", "same-a.txt", "sub/same-b.txt"}; !slices.Equal(got, want) {
+		t.Fatalf("restored files %v, want %v", got, want)
+	}
+	b, _ := os.ReadFile(filepath.Join(rdir, "keep.txt"))
+	if want := "token=" + strings.Repeat("\x00", len(secret)) + "\nDEBUG=1\n"; string(b) != want {
+		t.Fatalf("keep.txt restored as %q, want %q", b, want)
+	}
+	blobs, err := os.ReadDir(filepath.Join(p.SnapshotDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blobs) != 2 { // keep.txt and "same", once
+		t.Fatalf("%d blobs stored, want 2", len(blobs))
+	}
+	for _, bl := range blobs {
+		data, _ := os.ReadFile(filepath.Join(p.SnapshotDir(), "blobs", bl.Name()))
+		if strings.Contains(string(data), secret) {
+			t.Fatal("a secret reached the snapshot store")
+		}
+	}
 }

@@ -1,17 +1,18 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 )
 
@@ -26,15 +27,21 @@ const killGrace = 2 * time.Second
 const bwrapKillGrace = 200 * time.Millisecond
 
 func (h *Handle) environ(extra map[string]string) []string {
-	scrub := map[string]bool{}
-	for _, k := range h.p.opts.ScrubEnv {
-		scrub[k] = true
-	}
 	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := bytes.Cut([]byte(kv), []byte("="))
-		if !scrub[string(k)] {
-			env = append(env, kv)
+	if h.p.opts.Isolation == IsolationBubblewrap {
+		for k, v := range isolatedEnviron() {
+			env = append(env, k+"="+v)
+		}
+	} else {
+		scrub := map[string]bool{}
+		for _, k := range h.p.opts.ScrubEnv {
+			scrub[k] = true
+		}
+		for _, kv := range os.Environ() {
+			k, _, _ := strings.Cut(kv, "=")
+			if !scrub[k] {
+				env = append(env, kv)
+			}
 		}
 	}
 	h.mu.Lock()
@@ -48,33 +55,26 @@ func (h *Handle) environ(extra map[string]string) []string {
 	return env
 }
 
-// command builds the host command for a shell string.
-func (h *Handle) command(ctx context.Context, cmd string, opts sandbox.ExecOptions) (*exec.Cmd, error) {
+// command builds the host command for a shell string. ns is set for a
+// bubblewrapped command: call ns.started after Start, ns.abort if Start
+// fails.
+func (h *Handle) command(ctx context.Context, cmd string, opts sandbox.ExecOptions) (c *exec.Cmd, ns *nsInit, err error) {
 	h.mu.Lock()
 	destroyed := h.destroyed
 	h.mu.Unlock()
 	if destroyed {
-		return nil, ErrDestroyed
+		return nil, nil, ErrDestroyed
 	}
 	dir, err := h.resolve(opts.Dir, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var c *exec.Cmd
 	if h.p.opts.Isolation == IsolationBubblewrap {
-		args := []string{
-			"--ro-bind", "/", "/",
-			"--dev", "/dev",
-			"--proc", "/proc",
-			"--tmpfs", "/tmp",
-			"--bind", h.root, h.root,
-			"--chdir", dir,
-			"--unshare-all",
-			"--die-with-parent",
-			"--new-session",
-			"--", "sh", "-c", cmd,
+		if ns, err = newNSInit(); err != nil {
+			return nil, nil, fmt.Errorf("local: %w", err)
 		}
-		c = exec.CommandContext(ctx, h.p.bwrap(), args...)
+		c = exec.CommandContext(ctx, h.p.bwrap(), h.bwrapArgs(dir, cmd)...)
+		c.ExtraFiles = []*os.File{ns.w} // fd 3: --info-fd
 	} else {
 		c = exec.CommandContext(ctx, "sh", "-c", cmd)
 	}
@@ -84,14 +84,19 @@ func (h *Handle) command(ctx context.Context, cmd string, opts sandbox.ExecOptio
 	c.Cancel = func() error {
 		pid := c.Process.Pid
 		err := syscall.Kill(-pid, syscall.SIGTERM)
-		time.AfterFunc(killGrace, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+		time.AfterFunc(killGrace, func() {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			if ns != nil {
+				ns.kill(killGrace)
+			}
+		})
 		if errors.Is(err, syscall.ESRCH) {
 			return os.ErrProcessDone
 		}
 		return err
 	}
 	c.WaitDelay = killGrace + time.Second
-	return c, nil
+	return c, ns, nil
 }
 
 func exitCode(ps *os.ProcessState) int {
@@ -104,22 +109,40 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// Exec runs cmd with sh -c to completion. A process killed by a signal
+func execResult(stdout, stderr *sandbox.CappedBuffer, code int) sandbox.ExecResult {
+	return sandbox.ExecResult{
+		Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: code,
+		Truncated:     stdout.Truncated() || stderr.Truncated(),
+		StdoutDropped: stdout.Dropped(), StderrDropped: stderr.Dropped(),
+	}
+}
+
+// Exec runs cmd with sh -c to completion, buffering at most
+// ExecOptions.MaxOutputBytes (else Options.MaxOutputBytes, else
+// sandbox.DefaultMaxOutputBytes) of each stream. A process killed by a signal
 // reports 128+signal. If ctx is cancelled the process group is killed and
 // ctx's error is returned.
 func (h *Handle) Exec(ctx context.Context, cmd string, opts sandbox.ExecOptions) (sandbox.ExecResult, error) {
-	c, err := h.command(ctx, cmd, opts)
+	c, ns, err := h.command(ctx, cmd, opts)
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}
-	var stdout, stderr bytes.Buffer
-	c.Stdout, c.Stderr = &stdout, &stderr
+	limit := sandbox.OutputLimit(opts.MaxOutputBytes, h.p.opts.MaxOutputBytes)
+	stdout, stderr := &sandbox.CappedBuffer{Max: limit}, &sandbox.CappedBuffer{Max: limit}
+	c.Stdout, c.Stderr = stdout, stderr
 	if err := c.Start(); err != nil {
+		if ns != nil {
+			ns.abort()
+		}
 		return sandbox.ExecResult{}, fmt.Errorf("local: exec: %w", err)
+	}
+	if ns != nil {
+		ns.started(h.reg)
+		defer func() { <-ns.ready }() // the reader ends with bwrap
 	}
 	h.reg.add(c.Process.Pid)
 	err = c.Wait()
-	res := sandbox.ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: exitCode(c.ProcessState)}
+	res := execResult(stdout, stderr, exitCode(c.ProcessState))
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("local: exec: %w", ctx.Err())
 	}
@@ -132,9 +155,23 @@ func (h *Handle) Exec(ctx context.Context, cmd string, opts sandbox.ExecOptions)
 
 // Spawn starts cmd with sh -c. Cancelling ctx kills the process group.
 func (h *Handle) Spawn(ctx context.Context, cmd string, opts sandbox.ExecOptions) (sandbox.Process, error) {
-	c, err := h.command(ctx, cmd, opts)
+	c, ns, err := h.command(ctx, cmd, opts)
 	if err != nil {
 		return nil, err
+	}
+	if ns != nil {
+		started := false
+		defer func() {
+			if !started {
+				ns.abort()
+			}
+		}()
+		defer func() {
+			if c.Process != nil && !started {
+				started = true
+				ns.started(h.reg)
+			}
+		}()
 	}
 	stdin, err := c.StdinPipe()
 	if err != nil {
@@ -165,13 +202,16 @@ func (h *Handle) Spawn(ctx context.Context, cmd string, opts sandbox.ExecOptions
 	errW.Close()
 	h.reg.add(c.Process.Pid)
 	p := &process{
-		h: h, c: c, stdin: stdin, done: make(chan struct{}),
+		h: h, c: c, ns: ns, stdin: stdin, done: make(chan struct{}),
 		stdout: sandbox.NewUTF8Reader(&closeOnEOF{f: outR}),
 		stderr: sandbox.NewUTF8Reader(&closeOnEOF{f: errR}),
 	}
 	go func() {
 		p.waitErr = c.Wait()
 		p.code = exitCode(c.ProcessState)
+		if ns != nil {
+			<-ns.ready // the reader ends with bwrap
+		}
 		close(p.done)
 	}()
 	return p, nil
@@ -197,6 +237,7 @@ func (c *closeOnEOF) Read(p []byte) (int, error) {
 type process struct {
 	h       *Handle
 	c       *exec.Cmd
+	ns      *nsInit // bubblewrap only
 	stdin   io.WriteCloser
 	stdout  io.Reader
 	stderr  io.Reader
@@ -240,6 +281,9 @@ func (p *process) Kill(sig os.Signal) error {
 		// the group off if the signal did not.
 		pid := p.PID()
 		time.AfterFunc(bwrapKillGrace, func() {
+			// The namespace first: its init is in a session of its own,
+			// out of the group's reach, and may outlive bwrap.
+			p.ns.kill(2 * time.Second)
 			select {
 			case <-p.done:
 				if !groupAlive(pid) {
@@ -249,10 +293,12 @@ func (p *process) Kill(sig os.Signal) error {
 			}
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		})
+	} else if err == nil && p.ns != nil {
+		go p.ns.kill(2 * time.Second)
 	}
 	if err == nil || errors.Is(err, syscall.ESRCH) {
 		return nil
 	}
-	p.h.p.logger.Warn("local: kill process group failed; signalling the process", "category", sandbox.CategoryErrors, "pid", p.PID(), "error", err)
+	p.h.p.logger.Warn("local: kill process group failed; signalling the process", "category", chat.CatErrors, "pid", p.PID(), "error", err)
 	return p.c.Process.Signal(s)
 }

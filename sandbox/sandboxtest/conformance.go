@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +26,7 @@ import (
 func Run(t *testing.T, newProvider func(t *testing.T) sandbox.Provider) {
 	t.Run("Capabilities", func(t *testing.T) { testCapabilities(t, newHandle(t, newProvider)) })
 	t.Run("Exec", func(t *testing.T) { testExec(t, newHandle(t, newProvider)) })
+	t.Run("ExecOutputCap", func(t *testing.T) { testExecOutputCap(t, newHandle(t, newProvider)) })
 	t.Run("Spawn", func(t *testing.T) { testSpawn(t, newHandle(t, newProvider)) })
 	t.Run("Kill", func(t *testing.T) { testKill(t, newHandle(t, newProvider)) })
 	t.Run("FS", func(t *testing.T) { testFS(t, newHandle(t, newProvider)) })
@@ -32,6 +35,167 @@ func Run(t *testing.T, newProvider func(t *testing.T) sandbox.Provider) {
 	t.Run("WatchNative", func(t *testing.T) { testWatch(t, newHandle(t, newProvider), sandbox.WatchNative) })
 	t.Run("WatchPoll", func(t *testing.T) { testWatch(t, newHandle(t, newProvider), sandbox.WatchPoll) })
 	t.Run("Diff", func(t *testing.T) { testDiff(t, newHandle(t, newProvider)) })
+	t.Run("SnapshotRestore", func(t *testing.T) { testSnapshotRestore(t, newProvider(t)) })
+	t.Run("Fork", func(t *testing.T) { testFork(t, newProvider(t)) })
+	t.Run("EnsureRestoresSnapshot", func(t *testing.T) { testEnsureRestores(t, newProvider(t)) })
+}
+
+// snapshotting returns p's handle and snapshot interfaces, skipping the
+// test when p does not claim snapshots.
+func snapshotting(t *testing.T, p sandbox.Provider) (sandbox.Handle, sandbox.Snapshotter, sandbox.SnapshotRestorer) {
+	t.Helper()
+	rr, ok := p.(sandbox.SnapshotRestorer)
+	if !p.Capabilities().Snapshots || !ok {
+		t.Skipf("provider %s has no snapshots", p.Name())
+	}
+	h, err := p.Create(context.Background(), sandbox.CreateOptions{ID: "conformance-snapshot"})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	destroyLater(t, h)
+	sn, ok := h.(sandbox.Snapshotter)
+	if !ok {
+		t.Fatal("Snapshots claimed but the handle is not a Snapshotter")
+	}
+	return h, sn, rr
+}
+
+func destroyLater(t *testing.T, h sandbox.Handle) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := h.Destroy(ctx); err != nil {
+			t.Errorf("destroy: %v", err)
+		}
+	})
+}
+
+func readFile(t *testing.T, h sandbox.Handle, name string) string {
+	t.Helper()
+	b, err := h.FS().ReadFile(context.Background(), name)
+	if err != nil {
+		t.Fatalf("read %s: %v", name, err)
+	}
+	return string(b)
+}
+
+// testSnapshotRestore: a snapshot is the workspace as it was; restoring it
+// gives a new, independent sandbox.
+func testSnapshotRestore(t *testing.T, p sandbox.Provider) {
+	ctx := context.Background()
+	h, sn, rr := snapshotting(t, p)
+	root := h.WorkspaceRoot()
+	mustExec(t, h, "mkdir -p sub/deep && printf one > a.txt && printf deep > sub/deep/b.txt && printf '#!/bin/sh\necho hi\n' > run.sh && chmod 755 run.sh")
+	snap, err := sn.Snapshot(ctx, "conformance")
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if snap.ID == "" || snap.Label != "conformance" {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	mustExec(t, h, "printf changed > a.txt && rm sub/deep/b.txt")
+	rh, err := rr.RestoreSnapshot(ctx, sandbox.RestoreOptions{SnapshotID: snap.ID, Env: map[string]string{"GOAI_RESTORED": "yes"}})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	destroyLater(t, rh)
+	if rh.ID() == h.ID() {
+		t.Fatal("restore returned the original sandbox")
+	}
+	if got := readFile(t, rh, root+"/a.txt"); got != "one" {
+		t.Errorf("restored a.txt %q", got)
+	}
+	if got := readFile(t, rh, root+"/sub/deep/b.txt"); got != "deep" {
+		t.Errorf("restored sub/deep/b.txt %q", got)
+	}
+	if got := mustExec(t, rh, `./run.sh; printf %s "$GOAI_RESTORED"`).Stdout; got != "hi\nyes" {
+		t.Errorf("restored executable and env: %q", got)
+	}
+	// Independent: writes to the restored sandbox leave the original alone.
+	mustExec(t, rh, "printf restored > a.txt")
+	if got := readFile(t, h, root+"/a.txt"); got != "changed" {
+		t.Errorf("original a.txt %q after a write to the restored one", got)
+	}
+	if _, err := rr.RestoreSnapshot(ctx, sandbox.RestoreOptions{SnapshotID: "no-such-snapshot"}); err == nil {
+		t.Error("restoring an unknown snapshot succeeded")
+	}
+}
+
+// testFork: Sandbox.Fork copies a thread's live sandbox for another thread,
+// and Ensure of that thread resumes the copy.
+func testFork(t *testing.T, p sandbox.Provider) {
+	ctx := context.Background()
+	if !p.Capabilities().Fork || !p.Capabilities().Snapshots {
+		t.Skipf("provider %s cannot fork", p.Name())
+	}
+	s, err := sandbox.Define(sandbox.Definition{ID: "conformance-fork", Provider: p, Lifecycle: sandbox.Lifecycle{Snapshot: sandbox.SnapshotNone}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := sandbox.RunContext{ThreadID: "thread-a", RunID: "r1"}, sandbox.RunContext{ThreadID: "thread-b", RunID: "r2"}
+	h, _, err := s.Ensure(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	destroyLater(t, h)
+	root := h.WorkspaceRoot()
+	mustExec(t, h, "printf base > f.txt")
+	fh, err := s.Fork(ctx, from, to)
+	if err != nil {
+		t.Fatalf("fork: %v", err)
+	}
+	destroyLater(t, fh)
+	if fh.ID() == h.ID() || readFile(t, fh, root+"/f.txt") != "base" {
+		t.Fatalf("fork: id %s (original %s)", fh.ID(), h.ID())
+	}
+	mustExec(t, fh, "printf forked > f.txt")
+	if got := readFile(t, h, root+"/f.txt"); got != "base" {
+		t.Errorf("the fork wrote into the original: %q", got)
+	}
+	again, outcome, err := s.Ensure(ctx, to)
+	if err != nil || outcome != sandbox.OutcomeResumed || again.ID() != fh.ID() {
+		t.Fatalf("ensure of the forked thread: %v %s %v", outcome, again, err)
+	}
+	if _, err := s.Fork(ctx, from, to); err == nil {
+		t.Error("forking onto a thread that has a sandbox succeeded")
+	}
+}
+
+// testEnsureRestores: ensure resumes, else restores the recorded snapshot
+// (the after-setup one), else creates.
+func testEnsureRestores(t *testing.T, p sandbox.Provider) {
+	ctx := context.Background()
+	if !p.Capabilities().Snapshots {
+		t.Skipf("provider %s has no snapshots", p.Name())
+	}
+	s, err := sandbox.Define(sandbox.Definition{ID: "conformance-ensure", Provider: p,
+		Workspace: &sandbox.Workspace{Setup: sandbox.Serial("printf set-up > setup.txt")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := sandbox.RunContext{ThreadID: "thread-e", RunID: "r1"}
+	h, outcome, err := s.Ensure(ctx, rc)
+	if err != nil || outcome != sandbox.OutcomeCreated {
+		t.Fatalf("first ensure: %s %v", outcome, err)
+	}
+	root := h.WorkspaceRoot()
+	h2, outcome, err := s.Ensure(ctx, rc)
+	if err != nil || outcome != sandbox.OutcomeResumed || h2.ID() != h.ID() {
+		t.Fatalf("second ensure: %s %v", outcome, err)
+	}
+	// The sandbox goes away behind the store's back: ensure restores the
+	// after-setup snapshot (no bootstrap: the setup does not run again).
+	if err := p.Destroy(ctx, h.ID()); err != nil {
+		t.Fatal(err)
+	}
+	h3, outcome, err := s.Ensure(ctx, rc)
+	if err != nil || outcome != sandbox.OutcomeNativeRestored {
+		t.Fatalf("ensure after the sandbox vanished: %s %v", outcome, err)
+	}
+	destroyLater(t, h3)
+	if h3.ID() == h.ID() || readFile(t, h3, root+"/setup.txt") != "set-up" {
+		t.Fatalf("restored sandbox %s lacks the setup's file", h3.ID())
+	}
 }
 
 func newHandle(t *testing.T, newProvider func(t *testing.T) sandbox.Provider) sandbox.Handle {
@@ -108,6 +272,49 @@ func testExec(t *testing.T, h sandbox.Handle) {
 	}
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("cancelled exec took %v", el)
+	}
+}
+
+// testExecOutputCap: Exec keeps at most MaxOutputBytes of each stream,
+// says what it cut, and a command printing far more than that neither
+// fails nor makes the caller allocate its output.
+func testExecOutputCap(t *testing.T, h sandbox.Handle) {
+	ctx := context.Background()
+	res, err := h.Exec(ctx, `head -c 3000 /dev/zero | tr '\000' a; printf '\342\202\254\342\202\254' >&2; exit 4`, sandbox.ExecOptions{MaxOutputBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 4 || res.Stdout != strings.Repeat("a", 1000) || !res.Truncated || res.StdoutDropped != 2000 {
+		t.Fatalf("capped stdout: exit %d, %d bytes, truncated %v, dropped %d", res.ExitCode, len(res.Stdout), res.Truncated, res.StdoutDropped)
+	}
+	if res.Stderr != "€€" || res.StderrDropped != 0 {
+		t.Fatalf("stderr %q dropped %d", res.Stderr, res.StderrDropped)
+	}
+	// A rune cut by the cap is left out, not half-kept.
+	res, err = h.Exec(ctx, `printf 'ab\342\202\254'`, sandbox.ExecOptions{MaxOutputBytes: 4})
+	if err != nil || res.Stdout != "ab" || !res.Truncated {
+		t.Fatalf("cut rune: %q truncated %v err %v", res.Stdout, res.Truncated, err)
+	}
+	// The default cap, under a flood: 64 MiB printed, 1 MiB kept, and the
+	// caller allocates nowhere near the flood.
+	const flood = 64 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err = h.Exec(ctx, "head -c "+strconv.Itoa(flood)+" /dev/zero", sandbox.ExecOptions{})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || len(res.Stdout) != sandbox.DefaultMaxOutputBytes || !res.Truncated || res.StdoutDropped != flood-sandbox.DefaultMaxOutputBytes {
+		t.Fatalf("flood: exit %d, kept %d, truncated %v, dropped %d", res.ExitCode, len(res.Stdout), res.Truncated, res.StdoutDropped)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > flood/2 {
+		t.Fatalf("Exec allocated %d bytes for a %d-byte flood", grew, flood)
+	}
+	// Unlimited keeps everything.
+	res, err = h.Exec(ctx, "head -c 1500000 /dev/zero", sandbox.ExecOptions{MaxOutputBytes: sandbox.UnlimitedOutput})
+	if err != nil || len(res.Stdout) != 1500000 || res.Truncated {
+		t.Fatalf("unlimited: kept %d truncated %v err %v", len(res.Stdout), res.Truncated, err)
 	}
 }
 
@@ -340,10 +547,10 @@ func testDestroy(t *testing.T, p sandbox.Provider) {
 
 type events struct {
 	mu  sync.Mutex
-	evs []sandbox.FileEvent
+	evs []sandbox.WatchEvent
 }
 
-func (e *events) add(ev sandbox.FileEvent) {
+func (e *events) add(ev sandbox.WatchEvent) {
 	e.mu.Lock()
 	e.evs = append(e.evs, ev)
 	e.mu.Unlock()
@@ -439,8 +646,8 @@ git add tracked.txt .gitignore doomed.txt && git commit -qm init`)
 		t.Fatalf("baseline %q", base)
 	}
 	mustExec(t, h, `printf 'one\nTWO\n' > tracked.txt && printf 'a\nb' > new.txt && echo leaked > .env && rm doomed.txt`)
-	ev := func(typ sandbox.FileEventType, rel string) *sandbox.FileHookEvent {
-		return sandbox.NewFileHookEvent(h, root, base, sandbox.FileEvent{Type: typ, Path: root + "/" + rel, Timestamp: time.Now()}, nil)
+	ev := func(typ sandbox.FileEventType, rel string) *sandbox.FileContent {
+		return sandbox.NewFileContent(h, root, base, sandbox.WatchEvent{Type: typ, Path: root + "/" + rel, Timestamp: time.Now()}, nil)
 	}
 	tracked := ev(sandbox.FileChange, "tracked.txt")
 	if d := tracked.Diff(ctx); !strings.Contains(d, "-two\n+TWO\n") || !strings.Contains(d, "diff --git a/tracked.txt b/tracked.txt") {

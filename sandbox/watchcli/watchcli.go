@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/local"
 )
@@ -130,8 +131,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Hooks run on one goroutine in event order, never blocking the watcher.
 	dctx := context.WithoutCancel(ctx)
 	d := sandbox.NewDispatcher(dctx, sandbox.DispatcherOptions{Logger: logger, Hooks: sandbox.Hooks{
-		OnFile: func(ctx context.Context, e *sandbox.FileHookEvent) error {
-			line := Event{Type: string(e.Type), Path: e.Rel(), Timestamp: e.Timestamp.UnixMilli()}
+		OnFile: func(ctx context.Context, e chat.FileEvent) error {
+			line := Event{Type: e.Type, Path: strings.TrimPrefix(e.Path, root+"/"), Timestamp: e.Timestamp}
 			if cfg.diff {
 				diff := e.Diff(ctx)
 				line.Diff = &diff
@@ -157,13 +158,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	w, err := sandbox.WatchWorkspace(ctx, h, sandbox.WatchOptions{
 		Root: root, Mode: mode, Interval: cfg.interval, Coalesce: coalesce, Ignore: ignore, Logger: logger,
-		OnEvent: func(ev sandbox.FileEvent) { d.Dispatch(sandbox.NewFileHookEvent(h, root, base, ev, logger)) },
+		OnEvent: func(ev sandbox.WatchEvent) { d.Dispatch(sandbox.NewFileContent(h, root, base, ev, logger)) },
 	})
 	if err != nil {
 		d.Close()
 		fmt.Fprintln(stderr, "goai watch:", err)
 		return 1
 	}
+	// The seed is done: changes from now on are reported.
+	fmt.Fprintf(stderr, "goai watch: watching %s (%s)\n", cfg.dir, w.Mode())
 	<-ctx.Done()
 	stopErr := w.Stop()
 	d.Close()

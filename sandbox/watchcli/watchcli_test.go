@@ -59,13 +59,26 @@ func start(t *testing.T, args ...string) (out, errOut *syncBuf, stop func() int)
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	go func() { code <- watchcli.Main(ctx, args, out, errOut) }()
-	time.Sleep(150 * time.Millisecond) // let the seed finish
+	// Main says when its seed is done; changes before that are not events.
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(errOut.String(), "goai watch: watching ") {
+		select {
+		case c := <-code:
+			t.Fatalf("Main exited %d before watching: %s", c, errOut)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("Main never started watching: %s", errOut)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return out, errOut, func() int {
 		cancel()
 		select {
 		case c := <-code:
 			return c
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("Main did not stop")
 			return -1
 		}
@@ -73,7 +86,7 @@ func start(t *testing.T, args ...string) (out, errOut *syncBuf, stop func() int)
 }
 
 func waitLines(out *syncBuf, n int) {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) && strings.Count(out.String(), "\n") < n {
 		time.Sleep(10 * time.Millisecond)
 	}
