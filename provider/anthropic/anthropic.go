@@ -230,49 +230,24 @@ func errorMessage(body []byte) (string, string) { return wire.DefaultErrorMessag
 
 // ChatStream implements chat.Adapter.
 func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return func(yield func(agui.Event, error) bool) {
-		em := wire.NewEmitter(yield, req, a.model)
-		em.Secret = a.opts.Key()
-		if !em.Start() {
-			return
-		}
-		body, err := a.Body(req)
-		if err != nil {
-			em.Fail("invalid_request", err.Error(), nil)
-			return
-		}
-		h := map[string][]string{"Anthropic-Version": {Version}}
-		if k := a.opts.Key(); k != "" {
-			h["X-Api-Key"] = []string{k}
-		}
-		resp, err := wire.Do(ctx, a.opts, &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/messages", Headers: h, Body: body, ErrorMessage: errorMessage})
-		if err != nil {
-			if ctx.Err() == nil {
-				em.FailErr(err)
-			}
-			return
-		}
-		defer resp.Close()
-		p := NewParser(em)
-		sse := wire.NewSSEReader(resp.Body)
-		for !em.Stopped() {
-			_, data, err := sse.Next()
+	return wire.Stream(ctx, &wire.Provider{Name: "anthropic", Model: a.model, Options: a.opts,
+		Build: func(req *chat.Request) (*wire.Request, error) {
+			body, err := a.Body(req)
 			if err != nil {
-				if ctx.Err() == nil {
-					em.Incomplete(wire.NotEOF(err))
-				}
-				return
+				return nil, err
 			}
-			if err := p.Feed(data); err != nil {
-				em.Fail("invalid_response", "anthropic: malformed stream event: "+err.Error(), nil)
-				return
+			h := map[string][]string{"Anthropic-Version": {Version}}
+			if k := a.opts.Key(); k != "" {
+				h["X-Api-Key"] = []string{k}
 			}
-		}
-	}
+			return &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/messages", Headers: h, Body: body, ErrorMessage: errorMessage}, nil
+		},
+		Parser: func(em *wire.Emitter) wire.Parser { return newParser(em) },
+	}, req)
 }
 
-// Parser translates Messages stream events into adapter chunks.
-type Parser struct {
+// parser translates Messages stream events into adapter chunks.
+type parser struct {
 	em     *wire.Emitter
 	s      jsonlex.Scanner
 	blocks []block
@@ -306,11 +281,11 @@ type event struct {
 	hasCacheW bool
 }
 
-// NewParser returns a parser feeding em.
-func NewParser(em *wire.Emitter) *Parser { return &Parser{em: em} }
+// newParser returns a parser feeding em.
+func newParser(em *wire.Emitter) *parser { return &parser{em: em} }
 
 // Feed handles one SSE data payload.
-func (p *Parser) Feed(data []byte) error {
+func (p *parser) Feed(data []byte) error {
 	ev := &p.ev
 	*ev = event{}
 	s := &p.s
@@ -398,7 +373,7 @@ func (p *Parser) Feed(data []byte) error {
 	return nil
 }
 
-func (p *Parser) parseUsage(s *jsonlex.Scanner, ev *event) error {
+func (p *parser) parseUsage(s *jsonlex.Scanner, ev *event) error {
 	ev.hasUsage = true
 	return wire.Object(s, func(k []byte) error {
 		var err error
@@ -422,14 +397,14 @@ func (p *Parser) parseUsage(s *jsonlex.Scanner, ev *event) error {
 	})
 }
 
-func (p *Parser) blockAt(i int64) *block {
+func (p *parser) blockAt(i int64) *block {
 	if i < 0 || i >= int64(len(p.blocks)) {
 		return nil
 	}
 	return &p.blocks[i]
 }
 
-func (p *Parser) reasonID(i int64) string {
+func (p *parser) reasonID(i int64) string {
 	return p.em.MessageID + "_thinking_" + itoa(i)
 }
 
@@ -455,7 +430,7 @@ func itoa(i int64) string {
 	return string(b[n:])
 }
 
-func (p *Parser) dispatch(ev *event) {
+func (p *parser) dispatch(ev *event) {
 	em := p.em
 	if ev.hasUsage {
 		if ev.hasIn {
@@ -554,7 +529,7 @@ func (p *Parser) dispatch(ev *event) {
 // finalUsage reports prompt tokens including cache reads and writes
 // (Anthropic's input_tokens excludes them), with the cache split in
 // promptTokensDetails.
-func (p *Parser) finalUsage() *agui.TokenUsage {
+func (p *parser) finalUsage() *agui.TokenUsage {
 	u := p.usage
 	if p.cacheR != nil {
 		u.PromptTokens += *p.cacheR
@@ -568,3 +543,6 @@ func (p *Parser) finalUsage() *agui.TokenUsage {
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return &u
 }
+
+// End reports that a stream ending before its terminal event is incomplete.
+func (p *parser) End() bool { return false }

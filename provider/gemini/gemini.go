@@ -217,56 +217,27 @@ func userParts(c agui.Content) ([]any, error) {
 
 // ChatStream implements chat.Adapter.
 func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return func(yield func(agui.Event, error) bool) {
-		em := wire.NewEmitter(yield, req, a.model)
-		em.Secret = a.opts.Key()
-		if !em.Start() {
-			return
-		}
-		body, err := a.Body(req)
-		if err != nil {
-			em.Fail("invalid_request", err.Error(), nil)
-			return
-		}
-		h := map[string][]string{}
-		if k := a.opts.Key(); k != "" {
-			h["X-Goog-Api-Key"] = []string{k}
-		}
-		u := a.opts.Base(DefaultBaseURL) + "/models/" + url.PathEscape(a.model) + ":streamGenerateContent?alt=sse"
-		resp, err := wire.Do(ctx, a.opts, &wire.Request{URL: u, Headers: h, Body: body})
-		if err != nil {
-			if ctx.Err() == nil {
-				em.FailErr(err)
-			}
-			return
-		}
-		defer resp.Close()
-		p := NewParser(em)
-		sse := wire.NewSSEReader(resp.Body)
-		for !em.Stopped() {
-			_, data, err := sse.Next()
+	return wire.Stream(ctx, &wire.Provider{Name: "gemini", Model: a.model, Options: a.opts,
+		Build: func(req *chat.Request) (*wire.Request, error) {
+			body, err := a.Body(req)
 			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				if wire.NotEOF(err) == nil && p.End() {
-					return
-				}
-				em.Incomplete(wire.NotEOF(err))
-				return
+				return nil, err
 			}
-			if err := p.Feed(data); err != nil {
-				em.Fail("invalid_response", "gemini: malformed stream chunk: "+err.Error(), nil)
-				return
+			h := map[string][]string{}
+			if k := a.opts.Key(); k != "" {
+				h["X-Goog-Api-Key"] = []string{k}
 			}
-		}
-	}
+			u := a.opts.Base(DefaultBaseURL) + "/models/" + url.PathEscape(a.model) + ":streamGenerateContent?alt=sse"
+			return &wire.Request{URL: u, Headers: h, Body: body}, nil
+		},
+		Parser: func(em *wire.Emitter) wire.Parser { return newParser(em) },
+	}, req)
 }
 
-// Parser translates streamGenerateContent chunks into adapter chunks.
+// parser translates streamGenerateContent chunks into adapter chunks.
 // Gemini has no terminal event: the turn ends with the stream, after a
 // chunk that carried a finishReason.
-type Parser struct {
+type parser struct {
 	em      *wire.Emitter
 	s       jsonlex.Scanner
 	usage   *agui.TokenUsage
@@ -278,8 +249,8 @@ type Parser struct {
 	parts   []part
 }
 
-// NewParser returns a parser feeding em.
-func NewParser(em *wire.Emitter) *Parser { return &Parser{em: em} }
+// newParser returns a parser feeding em.
+func newParser(em *wire.Emitter) *parser { return &parser{em: em} }
 
 type part struct {
 	text    string
@@ -292,7 +263,7 @@ type part struct {
 }
 
 // Feed handles one SSE data payload.
-func (p *Parser) Feed(data []byte) error {
+func (p *parser) Feed(data []byte) error {
 	s := &p.s
 	s.Reset(data)
 	p.parts = p.parts[:0]
@@ -367,7 +338,7 @@ func (p *Parser) Feed(data []byte) error {
 	return nil
 }
 
-func (p *Parser) candidate(s *jsonlex.Scanner) error {
+func (p *parser) candidate(s *jsonlex.Scanner) error {
 	return wire.Object(s, func(k []byte) error {
 		switch string(k) {
 		case "content":
@@ -422,7 +393,7 @@ func parsePart(s *jsonlex.Scanner, pt *part) error {
 	})
 }
 
-func (p *Parser) part(pt *part) {
+func (p *parser) part(pt *part) {
 	em := p.em
 	switch {
 	case pt.hasCall:
@@ -460,7 +431,7 @@ func (p *Parser) part(pt *part) {
 
 // End finishes the turn at the end of the stream and reports whether a
 // finish reason (or a prompt block) had been seen.
-func (p *Parser) End() bool {
+func (p *parser) End() bool {
 	em := p.em
 	if em.Done() {
 		return true

@@ -147,84 +147,13 @@ func TestStructuredOutput(t *testing.T) {
 	}
 }
 
-func feedAll(b *testing.B, data []byte, mk func(em *wire.Emitter) func([]byte) error) {
-	var payloads [][]byte
-	for _, blk := range bytes.Split(data, []byte("\n\n")) {
-		for _, ln := range bytes.Split(blk, []byte("\n")) {
-			if p, ok := bytes.CutPrefix(ln, []byte("data: ")); ok {
-				payloads = append(payloads, p)
-			}
-		}
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	n := 0
-	for b.Loop() {
-		em := wire.NewEmitter(func(agui.Event, error) bool { return true }, &chat.Request{RunID: "r"}, "m")
-		feed := mk(em)
-		for _, p := range payloads {
-			if err := feed(p); err != nil {
-				b.Fatal(err)
-			}
-		}
-		n += len(payloads)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/chunk")
-}
 
-func BenchmarkResponsesChunk(b *testing.B) {
-	data, _ := os.ReadFile("testdata/responses/tools.sse")
-	feedAll(b, data, func(em *wire.Emitter) func([]byte) error { return openai.NewResponsesParser(em).Feed })
-}
 
-func BenchmarkChatChunk(b *testing.B) {
-	data, _ := os.ReadFile("testdata/chat/tools.sse")
-	feedAll(b, data, func(em *wire.Emitter) func([]byte) error { return openai.NewChatParser(em).Feed })
-}
 
-func BenchmarkChatTextChunk(b *testing.B) {
-	data, _ := os.ReadFile("testdata/chat/text.sse")
-	feedAll(b, data, func(em *wire.Emitter) func([]byte) error { return openai.NewChatParser(em).Feed })
-}
 
-func fuzzSeeds(f *testing.F, dir string) {
-	files, _ := filepath.Glob(filepath.Join("testdata", dir, "*.sse"))
-	for _, p := range files {
-		data, _ := os.ReadFile(p)
-		for _, ln := range bytes.Split(data, []byte("\n")) {
-			if d, ok := bytes.CutPrefix(ln, []byte("data: ")); ok {
-				f.Add(d)
-			}
-		}
-	}
-}
 
-func FuzzResponsesParser(f *testing.F) {
-	fuzzSeeds(f, "responses")
-	wiretest.FuzzSeedsWhole(f, "responses", "sse", true)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		wiretest.FuzzGrammar(t, data, func(em *wire.Emitter) (func([]byte) error, func()) {
-			return openai.NewResponsesParser(em).Feed, nil
-		})
-	})
-}
 
-func FuzzChatParser(f *testing.F) {
-	fuzzSeeds(f, "chat")
-	wiretest.FuzzSeedsWhole(f, "chat", "sse", true)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		wiretest.FuzzGrammar(t, data, func(em *wire.Emitter) (func([]byte) error, func()) {
-			p := openai.NewChatParser(em)
-			return p.Feed, p.End
-		})
-	})
-}
 
-// BenchmarkResponsesStream includes the SSE framing: bytes in, events out.
-func BenchmarkResponsesStream(b *testing.B) {
-	data, _ := os.ReadFile("testdata/responses/reasoning.sse")
-	wiretest.BenchStream(b, data, func(em *wire.Emitter) func([]byte) error { return openai.NewResponsesParser(em).Feed })
-}
 
 // Structured output through the engine on the native combined path: the
 // schema rides the streaming request and the final text is the answer.

@@ -163,46 +163,21 @@ func audioFormat(mime string) string {
 
 // ChatStream implements chat.Adapter.
 func (a *Responses) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return func(yield func(agui.Event, error) bool) {
-		em := wire.NewEmitter(yield, req, a.model)
-		em.Secret = a.opts.Key()
-		if !em.Start() {
-			return
-		}
-		body, err := a.ResponsesBody(req)
-		if err != nil {
-			em.Fail("invalid_request", err.Error(), nil)
-			return
-		}
-		resp, err := wire.Do(ctx, a.opts, &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/responses", Headers: authHeaders(a.opts), Body: body})
-		if err != nil {
-			if ctx.Err() == nil {
-				em.FailErr(err)
-			}
-			return
-		}
-		defer resp.Close()
-		p := &ResponsesParser{em: em}
-		sse := wire.NewSSEReader(resp.Body)
-		for !em.Stopped() {
-			_, data, err := sse.Next()
+	return wire.Stream(ctx, &wire.Provider{Name: "openai", Model: a.model, Options: a.opts,
+		Build: func(req *chat.Request) (*wire.Request, error) {
+			body, err := a.ResponsesBody(req)
 			if err != nil {
-				if ctx.Err() == nil {
-					em.Incomplete(wire.NotEOF(err))
-				}
-				return
+				return nil, err
 			}
-			if err := p.Feed(data); err != nil {
-				em.Fail("invalid_response", "openai: malformed stream event: "+err.Error(), nil)
-				return
-			}
-		}
-	}
+			return &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/responses", Headers: authHeaders(a.opts), Body: body}, nil
+		},
+		Parser: func(em *wire.Emitter) wire.Parser { return newResponsesParser(em) },
+	}, req)
 }
 
-// ResponsesParser translates Responses stream events (the SSE data
+// responsesParser translates Responses stream events (the SSE data
 // payloads) into adapter chunks.
-type ResponsesParser struct {
+type responsesParser struct {
 	em      *wire.Emitter
 	ev      respEvent
 	calls   []respCall
@@ -218,8 +193,8 @@ type summaryIdx struct {
 	idx    int64
 }
 
-// NewResponsesParser returns a parser feeding em (for benchmarks and fuzzing).
-func NewResponsesParser(em *wire.Emitter) *ResponsesParser { return &ResponsesParser{em: em} }
+// newResponsesParser returns a parser feeding em.
+func newResponsesParser(em *wire.Emitter) *responsesParser { return &responsesParser{em: em} }
 
 type respItem struct {
 	typ, id, callID, name, arguments, encrypted string
@@ -243,7 +218,7 @@ type respEvent struct {
 	idBuf              []byte
 }
 
-func (p *ResponsesParser) callFor(itemID []byte) string {
+func (p *responsesParser) callFor(itemID []byte) string {
 	for i := range p.calls {
 		if p.calls[i].itemID == string(itemID) {
 			return p.calls[i].callID
@@ -253,7 +228,7 @@ func (p *ResponsesParser) callFor(itemID []byte) string {
 }
 
 // Feed handles one event payload.
-func (p *ResponsesParser) Feed(data []byte) error {
+func (p *responsesParser) Feed(data []byte) error {
 	if len(data) == 0 || string(data) == "[DONE]" {
 		return nil
 	}
@@ -424,7 +399,7 @@ func parseUsage(s *jsonlex.Scanner, keys usageKeys) (*agui.TokenUsage, error) {
 	return u, err
 }
 
-func (p *ResponsesParser) dispatch(ev *respEvent) error {
+func (p *responsesParser) dispatch(ev *respEvent) error {
 	em := p.em
 	switch string(ev.typ) {
 	case "response.output_text.delta":
@@ -495,14 +470,14 @@ func (p *ResponsesParser) dispatch(ev *respEvent) error {
 	return nil
 }
 
-func (p *ResponsesParser) finishReason(def string) string {
+func (p *responsesParser) finishReason(def string) string {
 	if p.refusal && !p.em.ToolEnded() {
 		return agui.FinishContentFilter
 	}
 	return def
 }
 
-func (p *ResponsesParser) newSummaryPart(id string, idx int64) bool {
+func (p *responsesParser) newSummaryPart(id string, idx int64) bool {
 	for i := range p.summary {
 		if p.summary[i].itemID == id {
 			if idx > p.summary[i].idx {
@@ -524,3 +499,6 @@ func (a *Responses) SupportsCombinedToolsAndSchema(map[string]any) bool { return
 // CombinedStructuredOutputSource is "text": the final turn's text is the
 // JSON answer.
 func (a *Responses) CombinedStructuredOutputSource(map[string]any) string { return "text" }
+
+// End reports that a stream ending before its terminal event is incomplete.
+func (p *responsesParser) End() bool { return false }
