@@ -72,5 +72,3 @@ func TestBody(t *testing.T) {
 		t.Fatalf("max_tokens: %s", b)
 	}
 }
-
-

@@ -65,5 +65,3 @@ func TestBody(t *testing.T) {
 	_ = json.Indent(&pretty, b, "", "  ")
 	wiretest.Golden(t, "testdata/body.golden.json", pretty.Bytes())
 }
-
-

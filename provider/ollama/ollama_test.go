@@ -59,5 +59,3 @@ func TestBody(t *testing.T) {
 	_ = json.Indent(&pretty, b, "", "  ")
 	wiretest.Golden(t, "testdata/body.golden.json", pretty.Bytes())
 }
-
-

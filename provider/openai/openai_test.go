@@ -147,14 +147,6 @@ func TestStructuredOutput(t *testing.T) {
 	}
 }
 
-
-
-
-
-
-
-
-
 // Structured output through the engine on the native combined path: the
 // schema rides the streaming request and the final text is the answer.
 func TestStructuredThroughEngineCombined(t *testing.T) {
