@@ -303,6 +303,13 @@ func (p *parser) Feed(data []byte) error {
 				switch string(k) {
 				case "id":
 					ev.msgID, err = wire.Str(s)
+				case "model":
+					if !p.em.WantsModel() {
+						return wire.Skip(s)
+					}
+					var m string
+					m, err = wire.Str(s)
+					p.em.SetModel(m)
 				case "usage":
 					err = p.parseUsage(s, ev)
 				default:

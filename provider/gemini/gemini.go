@@ -285,6 +285,12 @@ func (p *parser) Feed(data []byte) error {
 				p.usage = u
 			}
 			return err
+		case "modelVersion":
+			if p.em.WantsModel() {
+				m, err := wire.Str(s)
+				p.em.SetModel(m)
+				return err
+			}
 		case "responseId":
 			id, err := wire.Str(s)
 			if p.em.MessageID == "" {

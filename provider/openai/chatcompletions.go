@@ -54,7 +54,12 @@ func (a *Chat) ChatBody(req *chat.Request) ([]byte, error) {
 	}
 	b.Value("messages", msgs)
 	if len(req.Tools) > 0 {
-		b.Value("tools", wire.FunctionTools(req.Tools))
+		tools := make([]map[string]any, len(req.Tools))
+		for i, t := range req.Tools {
+			tools[i] = map[string]any{"type": "function", "function": map[string]any{"name": t.Name,
+				"description": t.Description, "parameters": chat.StrictSchema(wire.SchemaOrEmpty(t.InputSchema)), "strict": true}}
+		}
+		b.Value("tools", tools)
 	}
 	if len(req.OutputSchema) > 0 {
 		b.Value("response_format", map[string]any{"type": "json_schema", "json_schema": map[string]any{
@@ -229,6 +234,12 @@ func (p *chatParser) Feed(data []byte) error {
 			}
 			p.gotID = true
 			return err
+		case "model":
+			if p.em.WantsModel() {
+				m, err := wire.Str(s)
+				p.em.SetModel(m)
+				return err
+			}
 		case "choices":
 			return wire.Array(s, func(int) error { return p.choice(s) })
 		case "usage":

@@ -51,7 +51,7 @@ func (a *Responses) ResponsesBody(req *chat.Request) ([]byte, error) {
 		tools := make([]map[string]any, len(req.Tools))
 		for i, t := range req.Tools {
 			tools[i] = map[string]any{"type": "function", "name": t.Name, "description": t.Description,
-				"parameters": wire.SchemaOrEmpty(t.InputSchema), "strict": false}
+				"parameters": chat.StrictSchema(wire.SchemaOrEmpty(t.InputSchema)), "strict": true}
 		}
 		b.Value("tools", tools)
 	}
@@ -259,7 +259,7 @@ func (p *responsesParser) Feed(data []byte) error {
 			ev.hasItem = true
 			err = parseRespItem(s, &ev.item)
 		case "response":
-			err = parseRespObject(s, ev)
+			err = parseRespObject(s, ev, p.em)
 		case "code":
 			if s.Peek() == '"' {
 				ev.code, err = wire.Str(s)
@@ -302,10 +302,17 @@ func parseRespItem(s *jsonlex.Scanner, it *respItem) error {
 	})
 }
 
-func parseRespObject(s *jsonlex.Scanner, ev *respEvent) error {
+func parseRespObject(s *jsonlex.Scanner, ev *respEvent, em *wire.Emitter) error {
 	return wire.Object(s, func(k []byte) error {
 		var err error
 		switch string(k) {
+		case "model":
+			if !em.WantsModel() {
+				return wire.Skip(s)
+			}
+			var m string
+			m, err = wire.Str(s)
+			em.SetModel(m)
 		case "status":
 			ev.status, err = wire.Str(s)
 		case "incomplete_details":
@@ -374,7 +381,9 @@ func parseUsage(s *jsonlex.Scanner, keys usageKeys) (*agui.TokenUsage, error) {
 			err = wire.Object(s, func(k []byte) error {
 				if string(k) == "cached_tokens" {
 					v, e := wire.Int(s)
-					u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: wire.I64(v)}
+					if v > 0 { // zero details are omitted, as the reference does
+						u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: wire.I64(v)}
+					}
 					return e
 				}
 				return wire.Skip(s)
@@ -383,7 +392,9 @@ func parseUsage(s *jsonlex.Scanner, keys usageKeys) (*agui.TokenUsage, error) {
 			err = wire.Object(s, func(k []byte) error {
 				if string(k) == "reasoning_tokens" {
 					v, e := wire.Int(s)
-					u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(v)}
+					if v > 0 {
+						u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(v)}
+					}
 					return e
 				}
 				return wire.Skip(s)

@@ -56,7 +56,7 @@ func Stream(ctx context.Context, p *Provider, req *chat.Request) iter.Seq2[agui.
 	return func(yield func(agui.Event, error) bool) {
 		em := NewEmitter(yield, req, p.Model)
 		em.Secret = p.Options.Key()
-		if !em.Start() {
+		if !em.StartLater() {
 			return
 		}
 		hr, err := p.Build(req)

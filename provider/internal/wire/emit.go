@@ -22,7 +22,11 @@ type Emitter struct {
 	done     bool
 	ThreadID string
 	RunID    string
-	Model    string
+	// Model is reported on every event but content and argument deltas
+	// (metadata.tanstack.model once normalized). A parser replaces the
+	// configured name with the one the provider answers with
+	// ("gpt-4o-mini-2024-07-18") before the first event goes out.
+	Model string
 	// MessageID is the turn's message id (provider's when it has one); text
 	// and tool calls use it unless a more specific id is given.
 	MessageID string
@@ -32,6 +36,10 @@ type Emitter struct {
 	Secret string
 
 	logger *chat.Logger
+
+	// startPending: RUN_STARTED waits for the first payload (or a failure)
+	// so it can carry the provider's model name.
+	startPending bool
 
 	textOpen  bool
 	textID    string
@@ -97,6 +105,17 @@ func (e *Emitter) emit(ev agui.Event) bool {
 	if e.stopped || e.done {
 		return false
 	}
+	if e.startPending {
+		e.startPending = false
+		if !e.emit(agui.Event{Type: agui.RunStarted, ThreadID: e.ThreadID, RunID: e.RunID, Model: e.Model}) {
+			return false
+		}
+	}
+	switch ev.Type {
+	case agui.TextMessageContent, agui.ToolCallArgs, agui.ReasoningMessageContent:
+	default:
+		ev.Model = e.Model
+	}
 	ev.Timestamp = e.ts()
 	if !e.yield(ev, nil) {
 		e.stopped = true
@@ -107,7 +126,26 @@ func (e *Emitter) emit(ev agui.Event) bool {
 
 // Start emits RUN_STARTED.
 func (e *Emitter) Start() bool {
-	return e.emit(agui.Event{Type: agui.RunStarted, ThreadID: e.ThreadID, RunID: e.RunID, Model: e.Model})
+	return e.emit(agui.Event{Type: agui.RunStarted, ThreadID: e.ThreadID, RunID: e.RunID})
+}
+
+// StartLater defers RUN_STARTED to just before the next event, so a parser
+// can first learn the model name the provider reports (SetModel).
+func (e *Emitter) StartLater() bool {
+	e.startPending = true
+	return !e.Stopped()
+}
+
+// WantsModel reports whether SetModel would still take effect (parsers
+// skip decoding the name otherwise).
+func (e *Emitter) WantsModel() bool { return e.startPending }
+
+// SetModel records the model name the provider reports; it is ignored
+// once RUN_STARTED went out, so one turn reports one name.
+func (e *Emitter) SetModel(name string) {
+	if name != "" && e.startPending {
+		e.Model = name
+	}
 }
 
 // Text appends a text delta to message id ("" = the current or the turn's).
@@ -302,7 +340,7 @@ func (e *Emitter) Finish(reason string, usage *agui.TokenUsage) bool {
 			reason = agui.FinishToolCalls
 		}
 	}
-	ok := e.emit(agui.Event{Type: agui.RunFinished, ThreadID: e.ThreadID, RunID: e.RunID, Model: e.Model,
+	ok := e.emit(agui.Event{Type: agui.RunFinished, ThreadID: e.ThreadID, RunID: e.RunID,
 		FinishReason: reason, Usage: usage})
 	e.done = true
 	return ok
@@ -317,7 +355,7 @@ func (e *Emitter) Fail(code, message string, usage *agui.TokenUsage) bool {
 	if e.logger.Enabled(chat.CatErrors) {
 		e.logger.Log(chat.CatErrors, "provider error", slog.String("model", e.Model), slog.String("code", code), slog.String("message", message))
 	}
-	ok := e.emit(agui.Event{Type: agui.RunError, ThreadID: e.ThreadID, RunID: e.RunID, Model: e.Model,
+	ok := e.emit(agui.Event{Type: agui.RunError, ThreadID: e.ThreadID, RunID: e.RunID,
 		Message: message, Code: code, Error: &agui.ErrorInfo{Message: message, Code: code}, Usage: usage})
 	e.done = true
 	return ok
