@@ -40,8 +40,26 @@ const DefaultBaseURL = "https://api.anthropic.com/v1"
 // Version is the anthropic-version header sent.
 const Version = "2023-06-01"
 
-// DefaultMaxTokens is max_tokens when model options do not set it.
+// DefaultMaxTokens is max_tokens for a model MaxOutputTokens does not know.
 const DefaultMaxTokens = 4096
+
+// MaxOutputTokens is the max_tokens sent when model options do not set it:
+// the model's documented output limit, so long answers and long code
+// edits are not cut off (the reference does the same).
+func MaxOutputTokens(model string) int64 {
+	for _, m := range []struct {
+		prefix string
+		limit  int64
+	}{
+		{"claude-opus-4-5", 64000}, {"claude-opus-4", 32000}, {"claude-sonnet-4", 64000},
+		{"claude-haiku-4", 64000}, {"claude-3-7-sonnet", 64000}, {"claude-3-5", 8192},
+	} {
+		if strings.HasPrefix(model, m.prefix) {
+			return m.limit
+		}
+	}
+	return DefaultMaxTokens
+}
 
 const redactedPrefix = "redacted_thinking:"
 
@@ -76,7 +94,7 @@ func (a *Adapter) Body(req *chat.Request) ([]byte, error) {
 	b.Value("model", a.model)
 	maxTokens, ok := wire.OptionInt(req.ModelOptions, "max_tokens")
 	if !ok {
-		maxTokens = DefaultMaxTokens
+		maxTokens = MaxOutputTokens(a.model)
 		if th, ok := req.ModelOptions["thinking"].(map[string]any); ok {
 			if budget, ok := wire.OptionInt(th, "budget_tokens"); ok && budget >= maxTokens {
 				maxTokens = budget + DefaultMaxTokens
@@ -282,7 +300,10 @@ type event struct {
 }
 
 // newParser returns a parser feeding em.
-func newParser(em *wire.Emitter) *parser { return &parser{em: em} }
+func newParser(em *wire.Emitter) *parser {
+	em.StepDeltas = true
+	return &parser{em: em}
+}
 
 // Feed handles one SSE data payload.
 func (p *parser) Feed(data []byte) error {
@@ -303,13 +324,6 @@ func (p *parser) Feed(data []byte) error {
 				switch string(k) {
 				case "id":
 					ev.msgID, err = wire.Str(s)
-				case "model":
-					if !p.em.WantsModel() {
-						return wire.Skip(s)
-					}
-					var m string
-					m, err = wire.Str(s)
-					p.em.SetModel(m)
 				case "usage":
 					err = p.parseUsage(s, ev)
 				default:
@@ -476,7 +490,8 @@ func (p *parser) dispatch(ev *event) {
 			b.sig = redactedPrefix + ev.cb.data
 		case "tool_use", "server_tool_use":
 			b.id = ev.cb.id
-			em.ToolStart(ev.cb.id, ev.cb.name, int(ev.index), nil)
+			// index is the call's ordinal in the turn, not the content block's
+			em.ToolStart(ev.cb.id, ev.cb.name, em.ToolCount(), nil)
 		}
 	case "content_block_delta":
 		b := p.blockAt(ev.index)
@@ -544,8 +559,10 @@ func (p *parser) finalUsage() *agui.TokenUsage {
 	if p.cacheW != nil {
 		u.PromptTokens += *p.cacheW
 	}
-	if p.cacheR != nil || p.cacheW != nil {
-		u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: p.cacheR, CacheWriteTokens: p.cacheW}
+	// Zero cache counts are omitted, as the reference does.
+	cr, cw := nonZero(p.cacheR), nonZero(p.cacheW)
+	if cr != nil || cw != nil {
+		u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: cr, CacheWriteTokens: cw}
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return &u
@@ -553,3 +570,10 @@ func (p *parser) finalUsage() *agui.TokenUsage {
 
 // End reports that a stream ending before its terminal event is incomplete.
 func (p *parser) End() bool { return false }
+
+func nonZero(v *int64) *int64 {
+	if v == nil || *v == 0 {
+		return nil
+	}
+	return v
+}

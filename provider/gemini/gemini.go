@@ -250,7 +250,10 @@ type parser struct {
 }
 
 // newParser returns a parser feeding em.
-func newParser(em *wire.Emitter) *parser { return &parser{em: em} }
+func newParser(em *wire.Emitter) *parser {
+	em.StepDeltas = true
+	return &parser{em: em}
+}
 
 type part struct {
 	text    string
@@ -474,8 +477,8 @@ func parseUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
 		return nil, nil
 	}
 	u := &agui.TokenUsage{}
-	var cached, thoughts int64
-	var hasCached, hasThoughts bool
+	var cached, thoughts, text int64
+	var hasThoughts bool
 	err := wire.Object(s, func(k []byte) error {
 		var err error
 		switch string(k) {
@@ -487,7 +490,29 @@ func parseUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
 			u.TotalTokens, err = wire.Int(s)
 		case "cachedContentTokenCount":
 			cached, err = wire.Int(s)
-			hasCached = true
+		case "promptTokensDetails":
+			// [{modality, tokenCount}]: the TEXT count is reported as
+			// promptTokensDetails.textTokens, as the reference does.
+			err = wire.Array(s, func(int) error {
+				var modality string
+				var n int64
+				err := wire.Object(s, func(k []byte) error {
+					var err error
+					switch string(k) {
+					case "modality":
+						modality, err = wire.Str(s)
+					case "tokenCount":
+						n, err = wire.Int(s)
+					default:
+						err = wire.Skip(s)
+					}
+					return err
+				})
+				if modality == "TEXT" {
+					text = n
+				}
+				return err
+			})
 		case "thoughtsTokenCount":
 			thoughts, err = wire.Int(s)
 			hasThoughts = true
@@ -496,11 +521,20 @@ func parseUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
 		}
 		return err
 	})
-	if hasCached {
-		u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: wire.I64(cached)}
+	// Zero counts are omitted; candidatesTokenCount excludes thoughts and
+	// outputTokens stays that count (thoughts are reasoningTokens), as the
+	// reference reports them.
+	if cached > 0 || text > 0 {
+		d := &agui.PromptTokensDetails{}
+		if cached > 0 {
+			d.CachedTokens = wire.I64(cached)
+		}
+		if text > 0 {
+			d.Extra = map[string]json.RawMessage{"textTokens": json.RawMessage(strconv.FormatInt(text, 10))}
+		}
+		u.PromptTokensDetails = d
 	}
-	if hasThoughts {
-		u.CompletionTokens += thoughts
+	if hasThoughts && thoughts > 0 {
 		u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(thoughts)}
 	}
 	if u.TotalTokens == 0 {

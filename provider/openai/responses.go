@@ -163,7 +163,7 @@ func audioFormat(mime string) string {
 
 // ChatStream implements chat.Adapter.
 func (a *Responses) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return wire.Stream(ctx, &wire.Provider{Name: "openai", Model: a.model, Options: a.opts,
+	return wire.Stream(ctx, &wire.Provider{Name: "openai", Model: a.model, Options: a.opts, EagerStart: true,
 		Build: func(req *chat.Request) (*wire.Request, error) {
 			body, err := a.ResponsesBody(req)
 			if err != nil {

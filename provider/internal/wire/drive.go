@@ -41,6 +41,10 @@ type Provider struct {
 	Options *Options
 	// Framing splits the response body.
 	Framing Framing
+	// EagerStart sends RUN_STARTED with the configured model before the
+	// request; otherwise it waits for the first payload so it can carry
+	// the model name the provider reports.
+	EagerStart bool
 	// Build returns the request for a turn; an error fails the turn with
 	// code "invalid_request" after RUN_STARTED.
 	Build func(req *chat.Request) (*Request, error)
@@ -56,7 +60,12 @@ func Stream(ctx context.Context, p *Provider, req *chat.Request) iter.Seq2[agui.
 	return func(yield func(agui.Event, error) bool) {
 		em := NewEmitter(yield, req, p.Model)
 		em.Secret = p.Options.Key()
-		if !em.StartLater() {
+		if p.EagerStart {
+			if !em.Start() {
+				return
+			}
+			em.modelPending = true
+		} else if !em.StartLater() {
 			return
 		}
 		hr, err := p.Build(req)

@@ -34,18 +34,25 @@ type Emitter struct {
 	Now func() int64
 	// Secret is redacted from error messages (the API key).
 	Secret string
+	// StepDeltas adds, after each reasoning delta, a STEP_FINISHED carrying
+	// the delta and the content so far (what the reference's Anthropic and
+	// Gemini adapters send).
+	StepDeltas bool
 
 	logger *chat.Logger
 
 	// startPending: RUN_STARTED waits for the first payload (or a failure)
 	// so it can carry the provider's model name.
 	startPending bool
+	// modelPending: the provider's model name is still to be learned.
+	modelPending bool
 
 	textOpen  bool
 	textID    string
 	lastText  string
 	reasonOn  bool
 	reasonID  string
+	stepID    string
 	reasonTxt []byte
 	tools     []toolState
 	toolEnded bool
@@ -112,7 +119,7 @@ func (e *Emitter) emit(ev agui.Event) bool {
 		}
 	}
 	switch ev.Type {
-	case agui.TextMessageContent, agui.ToolCallArgs, agui.ReasoningMessageContent:
+	case agui.TextMessageContent, agui.ToolCallArgs:
 	default:
 		ev.Model = e.Model
 	}
@@ -132,19 +139,19 @@ func (e *Emitter) Start() bool {
 // StartLater defers RUN_STARTED to just before the next event, so a parser
 // can first learn the model name the provider reports (SetModel).
 func (e *Emitter) StartLater() bool {
-	e.startPending = true
+	e.startPending, e.modelPending = true, true
 	return !e.Stopped()
 }
 
 // WantsModel reports whether SetModel would still take effect (parsers
 // skip decoding the name otherwise).
-func (e *Emitter) WantsModel() bool { return e.startPending }
+func (e *Emitter) WantsModel() bool { return e.modelPending }
 
-// SetModel records the model name the provider reports; it is ignored
-// once RUN_STARTED went out, so one turn reports one name.
+// SetModel records the model name the provider reports, for the events
+// from now on; only the first name counts.
 func (e *Emitter) SetModel(name string) {
-	if name != "" && e.startPending {
-		e.Model = name
+	if name != "" && e.modelPending {
+		e.Model, e.modelPending = name, false
 	}
 }
 
@@ -200,17 +207,25 @@ func (e *Emitter) Reasoning(id, delta string) bool {
 		}
 	}
 	e.reasonTxt = append(e.reasonTxt, delta...)
-	return e.emit(agui.Event{Type: agui.ReasoningMessageContent, MessageID: e.reasonID, Delta: delta})
+	if !e.emit(agui.Event{Type: agui.ReasoningMessageContent, MessageID: e.reasonID, Delta: delta}) {
+		return false
+	}
+	if e.StepDeltas {
+		return e.emit(agui.Event{Type: agui.StepFinished, StepName: e.stepID, StepID: e.stepID, Delta: delta, Content: string(e.reasonTxt)})
+	}
+	return true
 }
 
 func (e *Emitter) openReasoning(id string) bool {
 	if id == "" {
 		id = NewID("reasoning")
 	}
-	e.reasonID, e.reasonOn, e.reasonTxt = id, true, e.reasonTxt[:0]
-	return e.emit(agui.Event{Type: agui.StepStarted, StepName: id, StepID: id, StepType: "thinking"}) &&
-		e.emit(agui.Event{Type: agui.ReasoningStart, MessageID: id}) &&
-		e.emit(agui.Event{Type: agui.ReasoningMessageStart, MessageID: id, Role: agui.RoleReasoning})
+	// The reasoning message and its thinking step have their own ids; the
+	// step opens inside the message, as the reference orders them.
+	e.reasonID, e.stepID, e.reasonOn, e.reasonTxt = id, NewID("step"), true, e.reasonTxt[:0]
+	return e.emit(agui.Event{Type: agui.ReasoningStart, MessageID: id}) &&
+		e.emit(agui.Event{Type: agui.ReasoningMessageStart, MessageID: id, Role: agui.RoleReasoning}) &&
+		e.emit(agui.Event{Type: agui.StepStarted, StepName: e.stepID, StepID: e.stepID, StepType: "thinking"})
 }
 
 // ReasoningOpen reports whether a reasoning block is open.
@@ -241,10 +256,13 @@ func (e *Emitter) EndReasoningID(id, signature string) bool {
 	}
 	e.reasonOn = false
 	id = e.reasonID
-	return e.emit(agui.Event{Type: agui.ReasoningMessageEnd, MessageID: id}) &&
-		e.emit(agui.Event{Type: agui.ReasoningEnd, MessageID: id}) &&
-		e.emit(agui.Event{Type: agui.StepFinished, StepName: id, StepID: id, StepType: "thinking",
-			Signature: signature, Content: string(e.reasonTxt)})
+	step := agui.Event{Type: agui.StepFinished, StepName: e.stepID, StepID: e.stepID, Signature: signature, Content: string(e.reasonTxt)}
+	if !e.StepDeltas {
+		step.StepType = "thinking"
+	}
+	return e.emit(step) &&
+		e.emit(agui.Event{Type: agui.ReasoningMessageEnd, MessageID: id}) &&
+		e.emit(agui.Event{Type: agui.ReasoningEnd, MessageID: id})
 }
 
 func (e *Emitter) closeOpen() {
