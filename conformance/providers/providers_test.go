@@ -42,9 +42,9 @@ import (
 // caseFile is cases/<api>/<name>.json.
 type caseFile struct {
 	// Source cites where the replayed stream comes from.
-	Source string    `json:"source"`
-	Input  runInput  `json:"input"`
-	Reply  []reply   `json:"replies"`
+	Source string   `json:"source"`
+	Input  runInput `json:"input"`
+	Reply  []reply  `json:"replies"`
 }
 
 type runInput struct {
