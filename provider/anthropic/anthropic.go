@@ -301,7 +301,7 @@ type event struct {
 
 // newParser returns a parser feeding em.
 func newParser(em *wire.Emitter) *parser {
-	em.StepDeltas = true
+	em.StepDeltas, em.FinalStep, em.ErrorWithoutRun = true, wire.StepBeforeEnd, true
 	return &parser{em: em}
 }
 

@@ -251,7 +251,7 @@ type parser struct {
 
 // newParser returns a parser feeding em.
 func newParser(em *wire.Emitter) *parser {
-	em.StepDeltas = true
+	em.StepDeltas, em.FinalStep, em.ErrorWithoutRun = true, wire.StepIfSigned, true
 	return &parser{em: em}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"strings"
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
@@ -60,7 +61,7 @@ func (a *Responses) ResponsesBody(req *chat.Request) ([]byte, error) {
 			"schema": req.OutputSchema, "strict": true}})
 	}
 	b.Options(req.ModelOptions, "stream", "input")
-	if _, ok := req.ModelOptions["reasoning"]; ok && !b.Has("include") {
+	if _, ok := req.ModelOptions["reasoning"]; (ok || reasoningModel(a.model)) && !b.Has("include") {
 		b.Value("include", []string{"reasoning.encrypted_content"})
 	}
 	b.Value("stream", true)
@@ -77,7 +78,10 @@ func responsesInput(msgs []agui.ModelMessage) ([]any, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, map[string]any{"role": "user", "content": c})
+			if text, ok := c.(string); ok {
+				c = []any{map[string]any{"type": "input_text", "text": text}}
+			}
+			out = append(out, map[string]any{"type": "message", "role": "user", "content": c})
 		case agui.RoleSystem, agui.RoleDeveloper:
 			out = append(out, map[string]any{"role": m.Role, "content": m.Content.String()})
 		case agui.RoleAssistant:
@@ -89,10 +93,13 @@ func responsesInput(msgs []agui.ModelMessage) ([]any, error) {
 				if th.Content != "" {
 					summary = append(summary, map[string]any{"type": "summary_text", "text": th.Content})
 				}
-				out = append(out, map[string]any{"type": "reasoning", "summary": summary, "encrypted_content": th.Signature})
-			}
-			if t := m.Content.String(); t != "" {
-				out = append(out, map[string]any{"role": "assistant", "content": t})
+				item := map[string]any{"type": "reasoning", "summary": summary}
+				if id, enc, ok := unpackReasoning(th.Signature); ok {
+					item["id"], item["encrypted_content"] = id, enc
+				} else {
+					item["encrypted_content"] = th.Signature
+				}
+				out = append(out, item)
 			}
 			for _, tc := range m.ToolCalls {
 				args := tc.Function.Arguments
@@ -100,6 +107,10 @@ func responsesInput(msgs []agui.ModelMessage) ([]any, error) {
 					args = "{}"
 				}
 				out = append(out, map[string]any{"type": "function_call", "call_id": tc.ID, "name": tc.Function.Name, "arguments": args})
+			}
+			// The reference sends the assistant's text after its calls.
+			if t := m.Content.String(); t != "" {
+				out = append(out, map[string]any{"type": "message", "role": "assistant", "content": t})
 			}
 		case agui.RoleTool:
 			out = append(out, map[string]any{"type": "function_call_output", "call_id": m.ToolCallID, "output": wire.ToolResultText(m)})
@@ -194,7 +205,10 @@ type summaryIdx struct {
 }
 
 // newResponsesParser returns a parser feeding em.
-func newResponsesParser(em *wire.Emitter) *responsesParser { return &responsesParser{em: em} }
+func newResponsesParser(em *wire.Emitter) *responsesParser {
+	em.ErrorWithoutRun = true
+	return &responsesParser{em: em}
+}
 
 type respItem struct {
 	typ, id, callID, name, arguments, encrypted string
@@ -306,6 +320,12 @@ func parseRespObject(s *jsonlex.Scanner, ev *respEvent, em *wire.Emitter) error 
 	return wire.Object(s, func(k []byte) error {
 		var err error
 		switch string(k) {
+		case "id":
+			// The response id parents the turn's tool calls.
+			if em.MessageID != "" {
+				return wire.Skip(s)
+			}
+			em.MessageID, err = wire.Str(s)
 		case "model":
 			if !em.WantsModel() {
 				return wire.Skip(s)
@@ -431,7 +451,7 @@ func (p *responsesParser) dispatch(ev *respEvent) error {
 				callID = ev.item.id
 			}
 			p.calls = append(p.calls, respCall{itemID: ev.item.id, callID: callID})
-			em.ToolStart(callID, ev.item.name, int(ev.outputIndex), nil)
+			em.ToolStart(callID, ev.item.name, int(ev.outputIndex), map[string]any{"itemId": ev.item.id})
 			if ev.item.arguments != "" {
 				em.ToolArgs(callID, ev.item.arguments)
 			}
@@ -453,7 +473,7 @@ func (p *responsesParser) dispatch(ev *respEvent) error {
 			}
 			em.ToolEnd(callID, ev.item.arguments)
 		case "reasoning":
-			em.EndReasoningID(ev.item.id, ev.item.encrypted)
+			em.EndReasoningID(ev.item.id, packReasoning(ev.item.id, ev.item.encrypted))
 		case "message":
 			em.EndText()
 		}
@@ -513,3 +533,44 @@ func (a *Responses) CombinedStructuredOutputSource(map[string]any) string { retu
 
 // End reports that a stream ending before its terminal event is incomplete.
 func (p *responsesParser) End() bool { return false }
+
+// packReasoning is the signature carried for a reasoning item: its id and
+// encrypted content as one JSON object, so the next turn can send the item
+// back whole (the reference's form, which its clients store).
+func packReasoning(id, encrypted string) string {
+	if encrypted == "" {
+		return ""
+	}
+	b, _ := json.Marshal(struct {
+		ID               string `json:"id"`
+		EncryptedContent string `json:"encrypted_content"`
+	}{id, encrypted})
+	return string(b)
+}
+
+// unpackReasoning reverses packReasoning; a bare encrypted value (an older
+// signature) is not packed.
+func unpackReasoning(sig string) (id, encrypted string, ok bool) {
+	if !strings.HasPrefix(sig, "{") {
+		return "", "", false
+	}
+	var v struct {
+		ID               string `json:"id"`
+		EncryptedContent string `json:"encrypted_content"`
+	}
+	if json.Unmarshal([]byte(sig), &v) != nil || v.EncryptedContent == "" {
+		return "", "", false
+	}
+	return v.ID, v.EncryptedContent, true
+}
+
+// reasoningModel reports the OpenAI reasoning model families, whose
+// encrypted reasoning is requested so it can be sent back next turn.
+func reasoningModel(model string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "codex-"} {
+		if strings.HasPrefix(model, p) {
+			return true
+		}
+	}
+	return false
+}

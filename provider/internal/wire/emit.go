@@ -38,6 +38,13 @@ type Emitter struct {
 	// the delta and the content so far (what the reference's Anthropic and
 	// Gemini adapters send).
 	StepDeltas bool
+	// FinalStep places the closing thinking STEP_FINISHED (the one with
+	// the content and the signature) as the provider's reference adapter
+	// does.
+	FinalStep StepPlacement
+	// ErrorWithoutRun leaves threadId and runId off RUN_ERROR, as the
+	// reference's Responses, Anthropic and Gemini adapters do.
+	ErrorWithoutRun bool
 
 	logger *chat.Logger
 
@@ -64,6 +71,16 @@ type toolState struct {
 	args  []byte
 	ended bool
 }
+
+// StepPlacement says where the closing thinking STEP_FINISHED goes.
+type StepPlacement uint8
+
+// Placements.
+const (
+	StepAfterEnd  StepPlacement = iota // after REASONING_END (OpenAI)
+	StepBeforeEnd                      // before REASONING_MESSAGE_END (Anthropic)
+	StepIfSigned                       // only when signed, after REASONING_END (Gemini)
+)
 
 // NewEmitter starts an emitter for one turn of req.
 func NewEmitter(yield func(agui.Event, error) bool, req *chat.Request, model string) *Emitter {
@@ -257,12 +274,17 @@ func (e *Emitter) EndReasoningID(id, signature string) bool {
 	e.reasonOn = false
 	id = e.reasonID
 	step := agui.Event{Type: agui.StepFinished, StepName: e.stepID, StepID: e.stepID, Signature: signature, Content: string(e.reasonTxt)}
-	if !e.StepDeltas {
-		step.StepType = "thinking"
+	if e.FinalStep == StepBeforeEnd && !e.emit(step) {
+		return false
 	}
-	return e.emit(step) &&
-		e.emit(agui.Event{Type: agui.ReasoningMessageEnd, MessageID: id}) &&
-		e.emit(agui.Event{Type: agui.ReasoningEnd, MessageID: id})
+	if !e.emit(agui.Event{Type: agui.ReasoningMessageEnd, MessageID: id}) ||
+		!e.emit(agui.Event{Type: agui.ReasoningEnd, MessageID: id}) {
+		return false
+	}
+	if e.FinalStep == StepAfterEnd || (e.FinalStep == StepIfSigned && signature != "") {
+		return e.emit(step)
+	}
+	return true
 }
 
 func (e *Emitter) closeOpen() {
@@ -373,8 +395,12 @@ func (e *Emitter) Fail(code, message string, usage *agui.TokenUsage) bool {
 	if e.logger.Enabled(chat.CatErrors) {
 		e.logger.Log(chat.CatErrors, "provider error", slog.String("model", e.Model), slog.String("code", code), slog.String("message", message))
 	}
-	ok := e.emit(agui.Event{Type: agui.RunError, ThreadID: e.ThreadID, RunID: e.RunID,
-		Message: message, Code: code, Error: &agui.ErrorInfo{Message: message, Code: code}, Usage: usage})
+	ev := agui.Event{Type: agui.RunError, ThreadID: e.ThreadID, RunID: e.RunID,
+		Message: message, Code: code, Error: &agui.ErrorInfo{Message: message, Code: code}, Usage: usage}
+	if e.ErrorWithoutRun {
+		ev.ThreadID, ev.RunID = "", ""
+	}
+	ok := e.emit(ev)
 	e.done = true
 	return ok
 }
