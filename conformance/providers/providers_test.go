@@ -285,7 +285,61 @@ func normalizeEvents(evs []map[string]any) []any {
 	for i, e := range evs {
 		out[i] = normalize(e, ids)
 	}
+	// Generated ids also appear as map keys (toolCallMetadata) and inside
+	// derived strings (interrupt ids, packed signatures): replace them there
+	// too.
+	for i := range out {
+		out[i] = replaceIDs(out[i], ids)
+	}
 	return out
+}
+
+func replaceIDs(v any, ids idMap) any {
+	// Longest ids first, in a fixed order, so a string holding several
+	// ids (or an id holding another) is rewritten the same on both sides.
+	keys := make([]string, 0, len(ids))
+	for id := range ids {
+		if len(id) >= 6 {
+			keys = append(keys, id)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if len(keys[i]) != len(keys[j]) {
+			return len(keys[i]) > len(keys[j])
+		}
+		return keys[i] < keys[j]
+	})
+	return rewriteIDs(v, ids, keys)
+}
+
+func rewriteIDs(v any, ids idMap, keys []string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			if n, ok := ids[k]; ok {
+				k = n
+			}
+			out[k] = rewriteIDs(val, ids, keys)
+		}
+		return out
+	case []any:
+		for i := range x {
+			x[i] = rewriteIDs(x[i], ids, keys)
+		}
+		return x
+	case string:
+		if n, ok := ids[x]; ok {
+			return n
+		}
+		for _, id := range keys {
+			if strings.Contains(x, id) {
+				x = strings.ReplaceAll(x, id, ids[id])
+			}
+		}
+		return x
+	}
+	return v
 }
 
 type expectation struct {

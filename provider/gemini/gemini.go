@@ -20,6 +20,7 @@
 package gemini
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"iter"
@@ -158,7 +159,9 @@ func contents(in []agui.ModelMessage) ([]content, error) {
 			}
 			for _, tc := range m.ToolCalls {
 				names[tc.ID] = tc.Function.Name
-				p := map[string]any{"functionCall": map[string]any{"name": tc.Function.Name, "args": wire.ObjectOrEmpty(tc.Function.Arguments)}}
+				// The call id goes back with the call and its response, so
+				// parallel calls of one function pair up unambiguously.
+				p := map[string]any{"functionCall": map[string]any{"id": tc.ID, "name": tc.Function.Name, "args": wire.ObjectOrEmpty(tc.Function.Arguments)}}
 				if ts, ok := tc.Metadata["thoughtSignature"].(string); ok && ts != "" {
 					p["thoughtSignature"] = ts
 				}
@@ -177,7 +180,7 @@ func contents(in []agui.ModelMessage) ([]content, error) {
 			if m.Error != "" {
 				resp = map[string]any{"error": text}
 			}
-			add("user", map[string]any{"functionResponse": map[string]any{"name": names[m.ToolCallID], "response": resp}})
+			add("user", map[string]any{"functionResponse": map[string]any{"id": m.ToolCallID, "name": names[m.ToolCallID], "response": resp}})
 		}
 	}
 	return out, nil
@@ -238,15 +241,19 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 // Gemini has no terminal event: the turn ends with the stream, after a
 // chunk that carried a finishReason.
 type parser struct {
+	compact bytes.Buffer
 	em      *wire.Emitter
 	s       jsonlex.Scanner
-	usage   *agui.TokenUsage
-	finish  string
-	blocked string
-	sig     string
-	calls   int
-	thought string
-	parts   []part
+	// usage holds the latest usageMetadata counts; every chunk repeats
+	// them, so they are decoded in place and turned into a TokenUsage once.
+	usage    usageCounts
+	hasUsage bool
+	finish   string
+	blocked  string
+	sig      string
+	calls    int
+	thought  string
+	parts    []part
 }
 
 // newParser returns a parser feeding em.
@@ -283,11 +290,11 @@ func (p *parser) Feed(data []byte) error {
 				return p.candidate(s)
 			})
 		case "usageMetadata":
-			u, err := parseUsage(s)
-			if u != nil {
-				p.usage = u
+			if s.IsNull() {
+				return nil
 			}
-			return err
+			p.hasUsage = true
+			return p.usage.parse(s)
 		case "modelVersion":
 			if p.em.WantsModel() {
 				m, err := wire.Str(s)
@@ -342,7 +349,7 @@ func (p *parser) Feed(data []byte) error {
 		if code == "" {
 			code = "stream_error"
 		}
-		p.em.Fail(code, errMsg, p.usage)
+		p.em.Fail(code, errMsg, p.tokenUsage())
 	}
 	return nil
 }
@@ -416,12 +423,18 @@ func (p *parser) part(pt *part) {
 			meta = map[string]any{"thoughtSignature": pt.sig}
 		}
 		em.ToolStart(id, pt.name, em.ToolCount(), meta)
+		// Arguments arrive whole; they are sent compact, and every call ends
+		// when the turn finishes (the reference's order and form).
 		args := "{}"
 		if len(pt.args) > 0 && string(pt.args) != "null" {
-			args = string(pt.args)
+			p.compact.Reset()
+			if json.Compact(&p.compact, pt.args) == nil {
+				args = p.compact.String()
+			} else {
+				args = string(pt.args)
+			}
 		}
 		em.ToolArgs(id, args)
-		em.ToolEnd(id, "")
 	case pt.thought:
 		if p.thought == "" {
 			p.thought = wire.NewID("thought")
@@ -468,79 +481,86 @@ func (p *parser) End() bool {
 	if p.blocked != "" {
 		reason = agui.FinishContentFilter
 	}
-	em.Finish(reason, p.usage)
+	em.Finish(reason, p.tokenUsage())
 	return true
 }
 
-func parseUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
-	if s.IsNull() {
-		return nil, nil
-	}
-	u := &agui.TokenUsage{}
-	var cached, thoughts, text int64
-	var hasThoughts bool
-	err := wire.Object(s, func(k []byte) error {
+type usageCounts struct {
+	prompt, candidates, total, cached, thoughts, text int64
+}
+
+func (u *usageCounts) parse(s *jsonlex.Scanner) error {
+	*u = usageCounts{}
+	return wire.Object(s, func(k []byte) error {
 		var err error
 		switch string(k) {
 		case "promptTokenCount":
-			u.PromptTokens, err = wire.Int(s)
+			u.prompt, err = wire.Int(s)
 		case "candidatesTokenCount":
-			u.CompletionTokens, err = wire.Int(s)
+			u.candidates, err = wire.Int(s)
 		case "totalTokenCount":
-			u.TotalTokens, err = wire.Int(s)
+			u.total, err = wire.Int(s)
 		case "cachedContentTokenCount":
-			cached, err = wire.Int(s)
+			u.cached, err = wire.Int(s)
+		case "thoughtsTokenCount":
+			u.thoughts, err = wire.Int(s)
 		case "promptTokensDetails":
 			// [{modality, tokenCount}]: the TEXT count is reported as
 			// promptTokensDetails.textTokens, as the reference does.
 			err = wire.Array(s, func(int) error {
-				var modality string
+				var text bool
 				var n int64
 				err := wire.Object(s, func(k []byte) error {
-					var err error
 					switch string(k) {
 					case "modality":
-						modality, err = wire.Str(s)
+						b, err := s.String(nil)
+						text = string(b) == "TEXT"
+						return err
 					case "tokenCount":
+						var err error
 						n, err = wire.Int(s)
-					default:
-						err = wire.Skip(s)
+						return err
 					}
-					return err
+					return wire.Skip(s)
 				})
-				if modality == "TEXT" {
-					text = n
+				if text {
+					u.text = n
 				}
 				return err
 			})
-		case "thoughtsTokenCount":
-			thoughts, err = wire.Int(s)
-			hasThoughts = true
 		default:
 			err = wire.Skip(s)
 		}
 		return err
 	})
-	// Zero counts are omitted; candidatesTokenCount excludes thoughts and
-	// outputTokens stays that count (thoughts are reasoningTokens), as the
-	// reference reports them.
-	if cached > 0 || text > 0 {
+}
+
+// tokenUsage reports the counts as the reference does: outputTokens is
+// candidatesTokenCount (thoughts are reasoningTokens, not added), and zero
+// details are omitted.
+func (p *parser) tokenUsage() *agui.TokenUsage {
+	if !p.hasUsage {
+		return nil
+	}
+	c := &p.usage
+	u := &agui.TokenUsage{PromptTokens: c.prompt, CompletionTokens: c.candidates, TotalTokens: c.total}
+	if c.cached > 0 || c.text > 0 {
 		d := &agui.PromptTokensDetails{}
-		if cached > 0 {
-			d.CachedTokens = wire.I64(cached)
+		if c.cached > 0 {
+			d.CachedTokens = wire.I64(c.cached)
 		}
-		if text > 0 {
-			d.Extra = map[string]json.RawMessage{"textTokens": json.RawMessage(strconv.FormatInt(text, 10))}
+		if c.text > 0 {
+			d.Extra = map[string]json.RawMessage{"textTokens": json.RawMessage(strconv.FormatInt(c.text, 10))}
 		}
 		u.PromptTokensDetails = d
 	}
-	if hasThoughts && thoughts > 0 {
-		u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(thoughts)}
+	if c.thoughts > 0 {
+		u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(c.thoughts)}
 	}
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
-	return u, err
+	return u
 }
 
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }

@@ -189,12 +189,15 @@ func (a *Responses) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2
 // responsesParser translates Responses stream events (the SSE data
 // payloads) into adapter chunks.
 type responsesParser struct {
-	em      *wire.Emitter
-	ev      respEvent
-	calls   []respCall
-	summary []summaryIdx
-	refusal bool
-	s       jsonlex.Scanner
+	lastItem   string
+	reasonItem string // the reasoning item being streamed and its message id
+	reasonMsg  string
+	em         *wire.Emitter
+	ev         respEvent
+	calls      []respCall
+	summary    []summaryIdx
+	refusal    bool
+	s          jsonlex.Scanner
 }
 
 type respCall struct{ itemID, callID string }
@@ -230,6 +233,15 @@ type respEvent struct {
 	usage              *agui.TokenUsage
 	typBuf             []byte
 	idBuf              []byte
+}
+
+// item returns itemID as a string, reusing the last one: every delta of
+// an item repeats its id.
+func (p *responsesParser) item(itemID []byte) string {
+	if string(itemID) != p.lastItem {
+		p.lastItem = string(itemID)
+	}
+	return p.lastItem
 }
 
 func (p *responsesParser) callFor(itemID []byte) string {
@@ -434,16 +446,21 @@ func (p *responsesParser) dispatch(ev *respEvent) error {
 	em := p.em
 	switch string(ev.typ) {
 	case "response.output_text.delta":
-		em.Text(string(ev.itemID), ev.delta)
+		em.Text(p.item(ev.itemID), ev.delta)
 	case "response.refusal.delta":
 		p.refusal = true
-		em.Text(string(ev.itemID), ev.delta)
+		em.Text(p.item(ev.itemID), ev.delta)
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-		id := string(ev.itemID)
-		if p.newSummaryPart(id, ev.summaryIndex) && em.ReasoningOpen() {
-			em.Reasoning(id, "\n\n")
+		item := p.item(ev.itemID)
+		if item != p.reasonItem {
+			// The reasoning message gets its own id, as the reference's
+			// does; the item id travels in the packed signature.
+			p.reasonItem, p.reasonMsg = item, wire.NewID("reasoning")
 		}
-		em.Reasoning(id, ev.delta)
+		if p.newSummaryPart(item, ev.summaryIndex) && em.ReasoningOpen() {
+			em.Reasoning(p.reasonMsg, "\n\n")
+		}
+		em.Reasoning(p.reasonMsg, ev.delta)
 	case "response.output_item.added":
 		if ev.item.typ == "function_call" {
 			callID := ev.item.callID

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,7 +132,9 @@ func Types(evs []agui.Event) []string {
 	return out
 }
 
-// CheckGrammar asserts the adapter grammar of core.md §2.4.
+// CheckGrammar asserts the adapter grammar: RUN_STARTED first, one
+// terminal event last, text and reasoning closed before anything else
+// starts, tool events only for started calls.
 func CheckGrammar(t testing.TB, evs []agui.Event) {
 	t.Helper()
 	if len(evs) == 0 || evs[0].Type != agui.RunStarted {
@@ -272,6 +275,12 @@ func BenchFeed(b *testing.B, data []byte, sse bool, mk func(em *wire.Emitter) wi
 	b.ReportAllocs()
 	b.ResetTimer()
 	n := 0
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	defer func() {
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(max(n, 1)), "allocs/chunk")
+	}()
 	for b.Loop() {
 		em := wire.NewEmitter(func(agui.Event, error) bool { return true }, &chat.Request{RunID: "r"}, "m")
 		parser := mk(em)
