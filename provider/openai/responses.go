@@ -200,7 +200,7 @@ type responsesParser struct {
 	s          jsonlex.Scanner
 }
 
-type respCall struct{ itemID, callID string }
+type respCall struct{ itemID, callID, name string }
 
 type summaryIdx struct {
 	itemID string
@@ -283,7 +283,7 @@ func (p *responsesParser) Feed(data []byte) error {
 			ev.arguments, err = wire.Str(s)
 		case "item":
 			ev.hasItem = true
-			err = parseRespItem(s, &ev.item)
+			err = p.parseItem(s, &ev.item)
 		case "response":
 			err = parseRespObject(s, ev, p.em)
 		case "code":
@@ -305,18 +305,39 @@ func (p *responsesParser) Feed(data []byte) error {
 	return p.dispatch(ev)
 }
 
-func parseRespItem(s *jsonlex.Scanner, it *respItem) error {
+// parseItem decodes an output item. Its strings mostly repeat what the
+// turn already holds (the done event repeats the added one), so known
+// values are reused instead of allocated again.
+func (p *responsesParser) parseItem(s *jsonlex.Scanner, it *respItem) error {
 	return wire.Object(s, func(k []byte) error {
 		var err error
 		switch string(k) {
 		case "type":
-			it.typ, err = wire.Str(s)
+			var b []byte
+			b, err = s.String(nil)
+			switch string(b) {
+			case "function_call":
+				it.typ = "function_call"
+			case "reasoning":
+				it.typ = "reasoning"
+			case "message":
+				it.typ = "message"
+			default:
+				it.typ = string(b)
+			}
 		case "id":
-			it.id, err = wire.Str(s)
-		case "call_id":
-			it.callID, err = wire.Str(s)
-		case "name":
-			it.name, err = wire.Str(s)
+			var b []byte
+			b, err = s.String(nil)
+			it.id = p.item(b)
+		case "call_id", "name":
+			var b []byte
+			b, err = s.String(nil)
+			v := p.known(b)
+			if string(k) == "name" {
+				it.name = v
+			} else {
+				it.callID = v
+			}
 		case "arguments":
 			it.arguments, err = wire.Str(s)
 		case "encrypted_content":
@@ -326,6 +347,19 @@ func parseRespItem(s *jsonlex.Scanner, it *respItem) error {
 		}
 		return err
 	})
+}
+
+// known returns b as a string, reusing a call id or name the turn has.
+func (p *responsesParser) known(b []byte) string {
+	for i := range p.calls {
+		if p.calls[i].callID == string(b) {
+			return p.calls[i].callID
+		}
+		if p.calls[i].name == string(b) {
+			return p.calls[i].name
+		}
+	}
+	return string(b)
 }
 
 func parseRespObject(s *jsonlex.Scanner, ev *respEvent, em *wire.Emitter) error {
@@ -467,7 +501,7 @@ func (p *responsesParser) dispatch(ev *respEvent) error {
 			if callID == "" {
 				callID = ev.item.id
 			}
-			p.calls = append(p.calls, respCall{itemID: ev.item.id, callID: callID})
+			p.calls = append(p.calls, respCall{itemID: ev.item.id, callID: callID, name: ev.item.name})
 			em.ToolStart(callID, ev.item.name, int(ev.outputIndex), map[string]any{"itemId": ev.item.id})
 			if ev.item.arguments != "" {
 				em.ToolArgs(callID, ev.item.arguments)
