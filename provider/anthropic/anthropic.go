@@ -40,8 +40,26 @@ const DefaultBaseURL = "https://api.anthropic.com/v1"
 // Version is the anthropic-version header sent.
 const Version = "2023-06-01"
 
-// DefaultMaxTokens is max_tokens when model options do not set it.
+// DefaultMaxTokens is max_tokens for a model MaxOutputTokens does not know.
 const DefaultMaxTokens = 4096
+
+// MaxOutputTokens is the max_tokens sent when model options do not set it:
+// the model's documented output limit, so long answers and long code
+// edits are not cut off (the reference does the same).
+func MaxOutputTokens(model string) int64 {
+	for _, m := range []struct {
+		prefix string
+		limit  int64
+	}{
+		{"claude-opus-4-5", 64000}, {"claude-opus-4", 32000}, {"claude-sonnet-4", 64000},
+		{"claude-haiku-4", 64000}, {"claude-3-7-sonnet", 64000}, {"claude-3-5", 8192},
+	} {
+		if strings.HasPrefix(model, m.prefix) {
+			return m.limit
+		}
+	}
+	return DefaultMaxTokens
+}
 
 const redactedPrefix = "redacted_thinking:"
 
@@ -76,7 +94,7 @@ func (a *Adapter) Body(req *chat.Request) ([]byte, error) {
 	b.Value("model", a.model)
 	maxTokens, ok := wire.OptionInt(req.ModelOptions, "max_tokens")
 	if !ok {
-		maxTokens = DefaultMaxTokens
+		maxTokens = MaxOutputTokens(a.model)
 		if th, ok := req.ModelOptions["thinking"].(map[string]any); ok {
 			if budget, ok := wire.OptionInt(th, "budget_tokens"); ok && budget >= maxTokens {
 				maxTokens = budget + DefaultMaxTokens
@@ -230,49 +248,24 @@ func errorMessage(body []byte) (string, string) { return wire.DefaultErrorMessag
 
 // ChatStream implements chat.Adapter.
 func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return func(yield func(agui.Event, error) bool) {
-		em := wire.NewEmitter(yield, req, a.model)
-		em.Secret = a.opts.Key()
-		if !em.Start() {
-			return
-		}
-		body, err := a.Body(req)
-		if err != nil {
-			em.Fail("invalid_request", err.Error(), nil)
-			return
-		}
-		h := map[string][]string{"Anthropic-Version": {Version}}
-		if k := a.opts.Key(); k != "" {
-			h["X-Api-Key"] = []string{k}
-		}
-		resp, err := wire.Do(ctx, a.opts, &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/messages", Headers: h, Body: body, ErrorMessage: errorMessage})
-		if err != nil {
-			if ctx.Err() == nil {
-				em.FailErr(err)
-			}
-			return
-		}
-		defer resp.Close()
-		p := NewParser(em)
-		sse := wire.NewSSEReader(resp.Body)
-		for !em.Stopped() {
-			_, data, err := sse.Next()
+	return wire.Stream(ctx, &wire.Provider{Name: "anthropic", Model: a.model, Options: a.opts,
+		Build: func(req *chat.Request) (*wire.Request, error) {
+			body, err := a.Body(req)
 			if err != nil {
-				if ctx.Err() == nil {
-					em.Incomplete(wire.NotEOF(err))
-				}
-				return
+				return nil, err
 			}
-			if err := p.Feed(data); err != nil {
-				em.Fail("invalid_response", "anthropic: malformed stream event: "+err.Error(), nil)
-				return
+			h := map[string][]string{"Anthropic-Version": {Version}}
+			if k := a.opts.Key(); k != "" {
+				h["X-Api-Key"] = []string{k}
 			}
-		}
-	}
+			return &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/messages", Headers: h, Body: body, ErrorMessage: errorMessage}, nil
+		},
+		Parser: func(em *wire.Emitter) wire.Parser { return newParser(em) },
+	}, req)
 }
 
-// Parser translates Messages stream events into adapter chunks.
-type Parser struct {
+// parser translates Messages stream events into adapter chunks.
+type parser struct {
 	em     *wire.Emitter
 	s      jsonlex.Scanner
 	blocks []block
@@ -306,11 +299,14 @@ type event struct {
 	hasCacheW bool
 }
 
-// NewParser returns a parser feeding em.
-func NewParser(em *wire.Emitter) *Parser { return &Parser{em: em} }
+// newParser returns a parser feeding em.
+func newParser(em *wire.Emitter) *parser {
+	em.StepDeltas, em.FinalStep, em.ErrorWithoutRun = true, wire.StepBeforeEnd, true
+	return &parser{em: em}
+}
 
 // Feed handles one SSE data payload.
-func (p *Parser) Feed(data []byte) error {
+func (p *parser) Feed(data []byte) error {
 	ev := &p.ev
 	*ev = event{}
 	s := &p.s
@@ -398,7 +394,7 @@ func (p *Parser) Feed(data []byte) error {
 	return nil
 }
 
-func (p *Parser) parseUsage(s *jsonlex.Scanner, ev *event) error {
+func (p *parser) parseUsage(s *jsonlex.Scanner, ev *event) error {
 	ev.hasUsage = true
 	return wire.Object(s, func(k []byte) error {
 		var err error
@@ -422,14 +418,14 @@ func (p *Parser) parseUsage(s *jsonlex.Scanner, ev *event) error {
 	})
 }
 
-func (p *Parser) blockAt(i int64) *block {
+func (p *parser) blockAt(i int64) *block {
 	if i < 0 || i >= int64(len(p.blocks)) {
 		return nil
 	}
 	return &p.blocks[i]
 }
 
-func (p *Parser) reasonID(i int64) string {
+func (p *parser) reasonID(i int64) string {
 	return p.em.MessageID + "_thinking_" + itoa(i)
 }
 
@@ -455,7 +451,7 @@ func itoa(i int64) string {
 	return string(b[n:])
 }
 
-func (p *Parser) dispatch(ev *event) {
+func (p *parser) dispatch(ev *event) {
 	em := p.em
 	if ev.hasUsage {
 		if ev.hasIn {
@@ -494,7 +490,8 @@ func (p *Parser) dispatch(ev *event) {
 			b.sig = redactedPrefix + ev.cb.data
 		case "tool_use", "server_tool_use":
 			b.id = ev.cb.id
-			em.ToolStart(ev.cb.id, ev.cb.name, int(ev.index), nil)
+			// index is the call's ordinal in the turn, not the content block's
+			em.ToolStart(ev.cb.id, ev.cb.name, em.ToolCount(), nil)
 		}
 	case "content_block_delta":
 		b := p.blockAt(ev.index)
@@ -554,7 +551,7 @@ func (p *Parser) dispatch(ev *event) {
 // finalUsage reports prompt tokens including cache reads and writes
 // (Anthropic's input_tokens excludes them), with the cache split in
 // promptTokensDetails.
-func (p *Parser) finalUsage() *agui.TokenUsage {
+func (p *parser) finalUsage() *agui.TokenUsage {
 	u := p.usage
 	if p.cacheR != nil {
 		u.PromptTokens += *p.cacheR
@@ -562,9 +559,21 @@ func (p *Parser) finalUsage() *agui.TokenUsage {
 	if p.cacheW != nil {
 		u.PromptTokens += *p.cacheW
 	}
-	if p.cacheR != nil || p.cacheW != nil {
-		u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: p.cacheR, CacheWriteTokens: p.cacheW}
+	// Zero cache counts are omitted, as the reference does.
+	cr, cw := nonZero(p.cacheR), nonZero(p.cacheW)
+	if cr != nil || cw != nil {
+		u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: cr, CacheWriteTokens: cw}
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return &u
+}
+
+// End reports that a stream ending before its terminal event is incomplete.
+func (p *parser) End() bool { return false }
+
+func nonZero(v *int64) *int64 {
+	if v == nil || *v == 0 {
+		return nil
+	}
+	return v
 }

@@ -72,18 +72,3 @@ func TestBody(t *testing.T) {
 		t.Fatalf("max_tokens: %s", b)
 	}
 }
-
-func BenchmarkChunk(b *testing.B) {
-	data, _ := os.ReadFile("testdata/stream/tools.sse")
-	wiretest.BenchFeed(b, data, true, func(em *wire.Emitter) func([]byte) error { return anthropic.NewParser(em).Feed })
-}
-
-func FuzzParser(f *testing.F) {
-	wiretest.FuzzSeeds(f, "stream", "sse", true)
-	wiretest.FuzzSeedsWhole(f, "stream", "sse", true)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		wiretest.FuzzGrammar(t, data, func(em *wire.Emitter) (func([]byte) error, func()) {
-			return anthropic.NewParser(em).Feed, nil
-		})
-	})
-}

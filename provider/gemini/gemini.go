@@ -20,6 +20,7 @@
 package gemini
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"iter"
@@ -158,7 +159,9 @@ func contents(in []agui.ModelMessage) ([]content, error) {
 			}
 			for _, tc := range m.ToolCalls {
 				names[tc.ID] = tc.Function.Name
-				p := map[string]any{"functionCall": map[string]any{"name": tc.Function.Name, "args": wire.ObjectOrEmpty(tc.Function.Arguments)}}
+				// The call id goes back with the call and its response, so
+				// parallel calls of one function pair up unambiguously.
+				p := map[string]any{"functionCall": map[string]any{"id": tc.ID, "name": tc.Function.Name, "args": wire.ObjectOrEmpty(tc.Function.Arguments)}}
 				if ts, ok := tc.Metadata["thoughtSignature"].(string); ok && ts != "" {
 					p["thoughtSignature"] = ts
 				}
@@ -177,7 +180,7 @@ func contents(in []agui.ModelMessage) ([]content, error) {
 			if m.Error != "" {
 				resp = map[string]any{"error": text}
 			}
-			add("user", map[string]any{"functionResponse": map[string]any{"name": names[m.ToolCallID], "response": resp}})
+			add("user", map[string]any{"functionResponse": map[string]any{"id": m.ToolCallID, "name": names[m.ToolCallID], "response": resp}})
 		}
 	}
 	return out, nil
@@ -217,69 +220,47 @@ func userParts(c agui.Content) ([]any, error) {
 
 // ChatStream implements chat.Adapter.
 func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return func(yield func(agui.Event, error) bool) {
-		em := wire.NewEmitter(yield, req, a.model)
-		em.Secret = a.opts.Key()
-		if !em.Start() {
-			return
-		}
-		body, err := a.Body(req)
-		if err != nil {
-			em.Fail("invalid_request", err.Error(), nil)
-			return
-		}
-		h := map[string][]string{}
-		if k := a.opts.Key(); k != "" {
-			h["X-Goog-Api-Key"] = []string{k}
-		}
-		u := a.opts.Base(DefaultBaseURL) + "/models/" + url.PathEscape(a.model) + ":streamGenerateContent?alt=sse"
-		resp, err := wire.Do(ctx, a.opts, &wire.Request{URL: u, Headers: h, Body: body})
-		if err != nil {
-			if ctx.Err() == nil {
-				em.FailErr(err)
-			}
-			return
-		}
-		defer resp.Close()
-		p := NewParser(em)
-		sse := wire.NewSSEReader(resp.Body)
-		for !em.Stopped() {
-			_, data, err := sse.Next()
+	return wire.Stream(ctx, &wire.Provider{Name: "gemini", Model: a.model, Options: a.opts,
+		Build: func(req *chat.Request) (*wire.Request, error) {
+			body, err := a.Body(req)
 			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				if wire.NotEOF(err) == nil && p.End() {
-					return
-				}
-				em.Incomplete(wire.NotEOF(err))
-				return
+				return nil, err
 			}
-			if err := p.Feed(data); err != nil {
-				em.Fail("invalid_response", "gemini: malformed stream chunk: "+err.Error(), nil)
-				return
+			h := map[string][]string{}
+			if k := a.opts.Key(); k != "" {
+				h["X-Goog-Api-Key"] = []string{k}
 			}
-		}
-	}
+			u := a.opts.Base(DefaultBaseURL) + "/models/" + url.PathEscape(a.model) + ":streamGenerateContent?alt=sse"
+			return &wire.Request{URL: u, Headers: h, Body: body}, nil
+		},
+		Parser: func(em *wire.Emitter) wire.Parser { return newParser(em) },
+	}, req)
 }
 
-// Parser translates streamGenerateContent chunks into adapter chunks.
+// parser translates streamGenerateContent chunks into adapter chunks.
 // Gemini has no terminal event: the turn ends with the stream, after a
 // chunk that carried a finishReason.
-type Parser struct {
+type parser struct {
+	compact bytes.Buffer
 	em      *wire.Emitter
 	s       jsonlex.Scanner
-	usage   *agui.TokenUsage
-	finish  string
-	blocked string
-	sig     string
-	calls   int
-	thought string
-	parts   []part
+	// usage holds the latest usageMetadata counts; every chunk repeats
+	// them, so they are decoded in place and turned into a TokenUsage once.
+	usage    usageCounts
+	hasUsage bool
+	finish   string
+	blocked  string
+	sig      string
+	calls    int
+	thought  string
+	parts    []part
 }
 
-// NewParser returns a parser feeding em.
-func NewParser(em *wire.Emitter) *Parser { return &Parser{em: em} }
+// newParser returns a parser feeding em.
+func newParser(em *wire.Emitter) *parser {
+	em.StepDeltas, em.FinalStep, em.ErrorWithoutRun = true, wire.StepIfSigned, true
+	return &parser{em: em}
+}
 
 type part struct {
 	text    string
@@ -292,7 +273,7 @@ type part struct {
 }
 
 // Feed handles one SSE data payload.
-func (p *Parser) Feed(data []byte) error {
+func (p *parser) Feed(data []byte) error {
 	s := &p.s
 	s.Reset(data)
 	p.parts = p.parts[:0]
@@ -309,11 +290,17 @@ func (p *Parser) Feed(data []byte) error {
 				return p.candidate(s)
 			})
 		case "usageMetadata":
-			u, err := parseUsage(s)
-			if u != nil {
-				p.usage = u
+			if s.IsNull() {
+				return nil
 			}
-			return err
+			p.hasUsage = true
+			return p.usage.parse(s)
+		case "modelVersion":
+			if p.em.WantsModel() {
+				m, err := wire.Str(s)
+				p.em.SetModel(m)
+				return err
+			}
 		case "responseId":
 			id, err := wire.Str(s)
 			if p.em.MessageID == "" {
@@ -362,12 +349,12 @@ func (p *Parser) Feed(data []byte) error {
 		if code == "" {
 			code = "stream_error"
 		}
-		p.em.Fail(code, errMsg, p.usage)
+		p.em.Fail(code, errMsg, p.tokenUsage())
 	}
 	return nil
 }
 
-func (p *Parser) candidate(s *jsonlex.Scanner) error {
+func (p *parser) candidate(s *jsonlex.Scanner) error {
 	return wire.Object(s, func(k []byte) error {
 		switch string(k) {
 		case "content":
@@ -422,7 +409,7 @@ func parsePart(s *jsonlex.Scanner, pt *part) error {
 	})
 }
 
-func (p *Parser) part(pt *part) {
+func (p *parser) part(pt *part) {
 	em := p.em
 	switch {
 	case pt.hasCall:
@@ -436,12 +423,18 @@ func (p *Parser) part(pt *part) {
 			meta = map[string]any{"thoughtSignature": pt.sig}
 		}
 		em.ToolStart(id, pt.name, em.ToolCount(), meta)
+		// Arguments arrive whole; they are sent compact, and every call ends
+		// when the turn finishes (the reference's order and form).
 		args := "{}"
 		if len(pt.args) > 0 && string(pt.args) != "null" {
-			args = string(pt.args)
+			p.compact.Reset()
+			if json.Compact(&p.compact, pt.args) == nil {
+				args = p.compact.String()
+			} else {
+				args = string(pt.args)
+			}
 		}
 		em.ToolArgs(id, args)
-		em.ToolEnd(id, "")
 	case pt.thought:
 		if p.thought == "" {
 			p.thought = wire.NewID("thought")
@@ -460,7 +453,7 @@ func (p *Parser) part(pt *part) {
 
 // End finishes the turn at the end of the stream and reports whether a
 // finish reason (or a prompt block) had been seen.
-func (p *Parser) End() bool {
+func (p *parser) End() bool {
 	em := p.em
 	if em.Done() {
 		return true
@@ -488,48 +481,86 @@ func (p *Parser) End() bool {
 	if p.blocked != "" {
 		reason = agui.FinishContentFilter
 	}
-	em.Finish(reason, p.usage)
+	em.Finish(reason, p.tokenUsage())
 	return true
 }
 
-func parseUsage(s *jsonlex.Scanner) (*agui.TokenUsage, error) {
-	if s.IsNull() {
-		return nil, nil
-	}
-	u := &agui.TokenUsage{}
-	var cached, thoughts int64
-	var hasCached, hasThoughts bool
-	err := wire.Object(s, func(k []byte) error {
+type usageCounts struct {
+	prompt, candidates, total, cached, thoughts, text int64
+}
+
+func (u *usageCounts) parse(s *jsonlex.Scanner) error {
+	*u = usageCounts{}
+	return wire.Object(s, func(k []byte) error {
 		var err error
 		switch string(k) {
 		case "promptTokenCount":
-			u.PromptTokens, err = wire.Int(s)
+			u.prompt, err = wire.Int(s)
 		case "candidatesTokenCount":
-			u.CompletionTokens, err = wire.Int(s)
+			u.candidates, err = wire.Int(s)
 		case "totalTokenCount":
-			u.TotalTokens, err = wire.Int(s)
+			u.total, err = wire.Int(s)
 		case "cachedContentTokenCount":
-			cached, err = wire.Int(s)
-			hasCached = true
+			u.cached, err = wire.Int(s)
 		case "thoughtsTokenCount":
-			thoughts, err = wire.Int(s)
-			hasThoughts = true
+			u.thoughts, err = wire.Int(s)
+		case "promptTokensDetails":
+			// [{modality, tokenCount}]: the TEXT count is reported as
+			// promptTokensDetails.textTokens, as the reference does.
+			err = wire.Array(s, func(int) error {
+				var text bool
+				var n int64
+				err := wire.Object(s, func(k []byte) error {
+					switch string(k) {
+					case "modality":
+						b, err := s.String(nil)
+						text = string(b) == "TEXT"
+						return err
+					case "tokenCount":
+						var err error
+						n, err = wire.Int(s)
+						return err
+					}
+					return wire.Skip(s)
+				})
+				if text {
+					u.text = n
+				}
+				return err
+			})
 		default:
 			err = wire.Skip(s)
 		}
 		return err
 	})
-	if hasCached {
-		u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: wire.I64(cached)}
+}
+
+// tokenUsage reports the counts as the reference does: outputTokens is
+// candidatesTokenCount (thoughts are reasoningTokens, not added), and zero
+// details are omitted.
+func (p *parser) tokenUsage() *agui.TokenUsage {
+	if !p.hasUsage {
+		return nil
 	}
-	if hasThoughts {
-		u.CompletionTokens += thoughts
-		u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(thoughts)}
+	c := &p.usage
+	u := &agui.TokenUsage{PromptTokens: c.prompt, CompletionTokens: c.candidates, TotalTokens: c.total}
+	if c.cached > 0 || c.text > 0 {
+		d := &agui.PromptTokensDetails{}
+		if c.cached > 0 {
+			d.CachedTokens = wire.I64(c.cached)
+		}
+		if c.text > 0 {
+			d.Extra = map[string]json.RawMessage{"textTokens": json.RawMessage(strconv.FormatInt(c.text, 10))}
+		}
+		u.PromptTokensDetails = d
+	}
+	if c.thoughts > 0 {
+		u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(c.thoughts)}
 	}
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
-	return u, err
+	return u
 }
 
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }

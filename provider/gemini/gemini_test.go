@@ -65,19 +65,3 @@ func TestBody(t *testing.T) {
 	_ = json.Indent(&pretty, b, "", "  ")
 	wiretest.Golden(t, "testdata/body.golden.json", pretty.Bytes())
 }
-
-func BenchmarkChunk(b *testing.B) {
-	data, _ := os.ReadFile("testdata/stream/text.sse")
-	wiretest.BenchFeed(b, data, true, func(em *wire.Emitter) func([]byte) error { return gemini.NewParser(em).Feed })
-}
-
-func FuzzParser(f *testing.F) {
-	wiretest.FuzzSeeds(f, "stream", "sse", true)
-	wiretest.FuzzSeedsWhole(f, "stream", "sse", true)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		wiretest.FuzzGrammar(t, data, func(em *wire.Emitter) (func([]byte) error, func()) {
-			p := gemini.NewParser(em)
-			return p.Feed, func() { p.End() }
-		})
-	})
-}

@@ -139,57 +139,32 @@ func messages(req *chat.Request) ([]message, error) {
 
 // ChatStream implements chat.Adapter.
 func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return func(yield func(agui.Event, error) bool) {
-		em := wire.NewEmitter(yield, req, a.model)
-		em.Secret = a.opts.Key()
-		if !em.Start() {
-			return
-		}
-		body, err := a.Body(req)
-		if err != nil {
-			em.Fail("invalid_request", err.Error(), nil)
-			return
-		}
-		h := map[string][]string{}
-		if k := a.opts.Key(); k != "" {
-			h["Authorization"] = []string{"Bearer " + k}
-		}
-		resp, err := wire.Do(ctx, a.opts, &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/api/chat", Headers: h, Body: body})
-		if err != nil {
-			if ctx.Err() == nil {
-				em.FailErr(err)
-			}
-			return
-		}
-		defer resp.Close()
-		p := NewParser(em)
-		lines := wire.NewLineReader(resp.Body)
-		for !em.Stopped() {
-			line, err := lines.Next()
+	return wire.Stream(ctx, &wire.Provider{Name: "ollama", Model: a.model, Options: a.opts, Framing: wire.NDJSON,
+		Build: func(req *chat.Request) (*wire.Request, error) {
+			body, err := a.Body(req)
 			if err != nil {
-				if ctx.Err() == nil {
-					em.Incomplete(wire.NotEOF(err))
-				}
-				return
+				return nil, err
 			}
-			if err := p.Feed(line); err != nil {
-				em.Fail("invalid_response", "ollama: malformed stream line: "+err.Error(), nil)
-				return
+			h := map[string][]string{}
+			if k := a.opts.Key(); k != "" {
+				h["Authorization"] = []string{"Bearer " + k}
 			}
-		}
-	}
+			return &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/api/chat", Headers: h, Body: body}, nil
+		},
+		Parser: func(em *wire.Emitter) wire.Parser { return newParser(em) },
+	}, req)
 }
 
-// Parser translates /api/chat NDJSON lines into adapter chunks.
-type Parser struct {
+// parser translates /api/chat NDJSON lines into adapter chunks.
+type parser struct {
 	em    *wire.Emitter
 	s     jsonlex.Scanner
 	calls int
 	think string
 }
 
-// NewParser returns a parser feeding em.
-func NewParser(em *wire.Emitter) *Parser { return &Parser{em: em} }
+// newParser returns a parser feeding em.
+func newParser(em *wire.Emitter) *parser { return &parser{em: em} }
 
 type call struct {
 	id, name string
@@ -197,7 +172,7 @@ type call struct {
 }
 
 // Feed handles one line.
-func (p *Parser) Feed(line []byte) error {
+func (p *parser) Feed(line []byte) error {
 	if len(line) == 0 {
 		return nil
 	}
@@ -327,3 +302,6 @@ func (p *Parser) Feed(line []byte) error {
 	}
 	return nil
 }
+
+// End reports that a stream ending before its terminal event is incomplete.
+func (p *parser) End() bool { return false }

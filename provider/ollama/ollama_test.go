@@ -59,18 +59,3 @@ func TestBody(t *testing.T) {
 	_ = json.Indent(&pretty, b, "", "  ")
 	wiretest.Golden(t, "testdata/body.golden.json", pretty.Bytes())
 }
-
-func BenchmarkChunk(b *testing.B) {
-	data, _ := os.ReadFile("testdata/stream/text.ndjson")
-	wiretest.BenchFeed(b, data, false, func(em *wire.Emitter) func([]byte) error { return ollama.NewParser(em).Feed })
-}
-
-func FuzzParser(f *testing.F) {
-	wiretest.FuzzSeeds(f, "stream", "ndjson", false)
-	wiretest.FuzzSeedsWhole(f, "stream", "ndjson", false)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		wiretest.FuzzGrammar(t, data, func(em *wire.Emitter) (func([]byte) error, func()) {
-			return ollama.NewParser(em).Feed, nil
-		})
-	})
-}

@@ -54,7 +54,12 @@ func (a *Chat) ChatBody(req *chat.Request) ([]byte, error) {
 	}
 	b.Value("messages", msgs)
 	if len(req.Tools) > 0 {
-		b.Value("tools", wire.FunctionTools(req.Tools))
+		tools := make([]map[string]any, len(req.Tools))
+		for i, t := range req.Tools {
+			tools[i] = map[string]any{"type": "function", "function": map[string]any{"name": t.Name,
+				"description": t.Description, "parameters": chat.StrictSchema(wire.SchemaOrEmpty(t.InputSchema)), "strict": true}}
+		}
+		b.Value("tools", tools)
 	}
 	if len(req.OutputSchema) > 0 {
 		b.Value("response_format", map[string]any{"type": "json_schema", "json_schema": map[string]any{
@@ -150,53 +155,23 @@ func chatUserContent(c agui.Content) (any, error) {
 
 // ChatStream implements chat.Adapter.
 func (a *Chat) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return func(yield func(agui.Event, error) bool) {
-		em := wire.NewEmitter(yield, req, a.model)
-		em.Secret = a.opts.Key()
-		if !em.Start() {
-			return
-		}
-		body, err := a.ChatBody(req)
-		if err != nil {
-			em.Fail("invalid_request", err.Error(), nil)
-			return
-		}
-		resp, err := wire.Do(ctx, a.opts, &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/chat/completions", Headers: authHeaders(a.opts), Body: body})
-		if err != nil {
-			if ctx.Err() == nil {
-				em.FailErr(err)
-			}
-			return
-		}
-		defer resp.Close()
-		p := NewChatParser(em)
-		sse := wire.NewSSEReader(resp.Body)
-		for !em.Stopped() {
-			_, data, err := sse.Next()
+	return wire.Stream(ctx, &wire.Provider{Name: "openai", Model: a.model, Options: a.opts,
+		Build: func(req *chat.Request) (*wire.Request, error) {
+			body, err := a.ChatBody(req)
 			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				if wire.NotEOF(err) == nil && p.finish != "" {
-					p.End()
-					return
-				}
-				em.Incomplete(wire.NotEOF(err))
-				return
+				return nil, err
 			}
-			if err := p.Feed(data); err != nil {
-				em.Fail("invalid_response", "openai: malformed stream chunk: "+err.Error(), nil)
-				return
-			}
-		}
-	}
+			return &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/chat/completions", Headers: authHeaders(a.opts), Body: body}, nil
+		},
+		Parser: func(em *wire.Emitter) wire.Parser { return newChatParser(em) },
+	}, req)
 }
 
-// ChatParser translates Chat Completions chunks into adapter chunks. It
+// chatParser translates Chat Completions chunks into adapter chunks. It
 // tolerates what compatible servers do: no usage, tool-call ids missing
 // or reused, arguments sent whole, several calls on one index, reasoning
 // as reasoning_content or reasoning.
-type ChatParser struct {
+type chatParser struct {
 	em      *wire.Emitter
 	s       jsonlex.Scanner
 	slots   []chatSlot
@@ -217,8 +192,8 @@ type chatSlot struct {
 	started bool
 }
 
-// NewChatParser returns a parser feeding em.
-func NewChatParser(em *wire.Emitter) *ChatParser { return &ChatParser{em: em} }
+// newChatParser returns a parser feeding em.
+func newChatParser(em *wire.Emitter) *chatParser { return &chatParser{em: em} }
 
 type chatDelta struct {
 	content, reasoning, refusal string
@@ -235,12 +210,12 @@ type chatToolDelta struct {
 }
 
 // Feed handles one SSE data payload; "[DONE]" finishes the turn.
-func (p *ChatParser) Feed(data []byte) error {
+func (p *chatParser) Feed(data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
 	if string(data) == "[DONE]" {
-		p.End()
+		p.finishTurn()
 		return nil
 	}
 	s := &p.s
@@ -259,6 +234,12 @@ func (p *ChatParser) Feed(data []byte) error {
 			}
 			p.gotID = true
 			return err
+		case "model":
+			if p.em.WantsModel() {
+				m, err := wire.Str(s)
+				p.em.SetModel(m)
+				return err
+			}
 		case "choices":
 			return wire.Array(s, func(int) error { return p.choice(s) })
 		case "usage":
@@ -311,7 +292,7 @@ func (p *ChatParser) Feed(data []byte) error {
 	return nil
 }
 
-func (p *ChatParser) choice(s *jsonlex.Scanner) error {
+func (p *chatParser) choice(s *jsonlex.Scanner) error {
 	var d chatDelta
 	p.tds = p.tds[:0]
 	err := wire.Object(s, func(k []byte) error {
@@ -378,7 +359,7 @@ func (p *ChatParser) choice(s *jsonlex.Scanner) error {
 	return nil
 }
 
-func (p *ChatParser) toolDelta(s *jsonlex.Scanner, d *chatDelta) error {
+func (p *chatParser) toolDelta(s *jsonlex.Scanner, d *chatDelta) error {
 	var t chatToolDelta
 	err := wire.Object(s, func(k []byte) error {
 		var err error
@@ -419,7 +400,7 @@ func (p *ChatParser) toolDelta(s *jsonlex.Scanner, d *chatDelta) error {
 	return nil
 }
 
-func (p *ChatParser) slotFor(t *chatToolDelta) *chatSlot {
+func (p *chatParser) slotFor(t *chatToolDelta) *chatSlot {
 	// Find the slot this delta continues.
 	if t.hasIndex {
 		for i := len(p.slots) - 1; i >= 0; i-- {
@@ -451,7 +432,7 @@ func (p *ChatParser) slotFor(t *chatToolDelta) *chatSlot {
 	return &p.slots[len(p.slots)-1]
 }
 
-func (p *ChatParser) applyTool(t *chatToolDelta) {
+func (p *chatParser) applyTool(t *chatToolDelta) {
 	sl := p.slotFor(t)
 	if sl.id == "" && t.id != "" {
 		sl.id = p.uniqueID(t.id, sl)
@@ -479,7 +460,7 @@ func (p *ChatParser) applyTool(t *chatToolDelta) {
 }
 
 // uniqueID returns id, or a suffixed one when another call already uses it.
-func (p *ChatParser) uniqueID(id string, self *chatSlot) string {
+func (p *chatParser) uniqueID(id string, self *chatSlot) string {
 	n := 0
 	cand := id
 	for {
@@ -498,7 +479,7 @@ func (p *ChatParser) uniqueID(id string, self *chatSlot) string {
 	}
 }
 
-func (p *ChatParser) flushTools() {
+func (p *chatParser) flushTools() {
 	for i := range p.slots {
 		sl := &p.slots[i]
 		if !sl.started && sl.name == "" {
@@ -511,9 +492,19 @@ func (p *ChatParser) flushTools() {
 	}
 }
 
-// End finishes the turn ([DONE], or the end of a stream that gave a
+// End finishes a stream that ended without "[DONE]": compatible servers
+// that stop after the finish reason.
+func (p *chatParser) End() bool {
+	if p.finish == "" {
+		return false
+	}
+	p.finishTurn()
+	return true
+}
+
+// finishTurn ends the turn ([DONE], or the end of a stream that gave a
 // finish reason).
-func (p *ChatParser) End() {
+func (p *chatParser) finishTurn() {
 	if p.em.Done() {
 		return
 	}

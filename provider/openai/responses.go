@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"strings"
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
@@ -51,7 +52,7 @@ func (a *Responses) ResponsesBody(req *chat.Request) ([]byte, error) {
 		tools := make([]map[string]any, len(req.Tools))
 		for i, t := range req.Tools {
 			tools[i] = map[string]any{"type": "function", "name": t.Name, "description": t.Description,
-				"parameters": wire.SchemaOrEmpty(t.InputSchema), "strict": false}
+				"parameters": chat.StrictSchema(wire.SchemaOrEmpty(t.InputSchema)), "strict": true}
 		}
 		b.Value("tools", tools)
 	}
@@ -60,7 +61,7 @@ func (a *Responses) ResponsesBody(req *chat.Request) ([]byte, error) {
 			"schema": req.OutputSchema, "strict": true}})
 	}
 	b.Options(req.ModelOptions, "stream", "input")
-	if _, ok := req.ModelOptions["reasoning"]; ok && !b.Has("include") {
+	if _, ok := req.ModelOptions["reasoning"]; (ok || reasoningModel(a.model)) && !b.Has("include") {
 		b.Value("include", []string{"reasoning.encrypted_content"})
 	}
 	b.Value("stream", true)
@@ -77,7 +78,10 @@ func responsesInput(msgs []agui.ModelMessage) ([]any, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, map[string]any{"role": "user", "content": c})
+			if text, ok := c.(string); ok {
+				c = []any{map[string]any{"type": "input_text", "text": text}}
+			}
+			out = append(out, map[string]any{"type": "message", "role": "user", "content": c})
 		case agui.RoleSystem, agui.RoleDeveloper:
 			out = append(out, map[string]any{"role": m.Role, "content": m.Content.String()})
 		case agui.RoleAssistant:
@@ -89,10 +93,13 @@ func responsesInput(msgs []agui.ModelMessage) ([]any, error) {
 				if th.Content != "" {
 					summary = append(summary, map[string]any{"type": "summary_text", "text": th.Content})
 				}
-				out = append(out, map[string]any{"type": "reasoning", "summary": summary, "encrypted_content": th.Signature})
-			}
-			if t := m.Content.String(); t != "" {
-				out = append(out, map[string]any{"role": "assistant", "content": t})
+				item := map[string]any{"type": "reasoning", "summary": summary}
+				if id, enc, ok := unpackReasoning(th.Signature); ok {
+					item["id"], item["encrypted_content"] = id, enc
+				} else {
+					item["encrypted_content"] = th.Signature
+				}
+				out = append(out, item)
 			}
 			for _, tc := range m.ToolCalls {
 				args := tc.Function.Arguments
@@ -100,6 +107,10 @@ func responsesInput(msgs []agui.ModelMessage) ([]any, error) {
 					args = "{}"
 				}
 				out = append(out, map[string]any{"type": "function_call", "call_id": tc.ID, "name": tc.Function.Name, "arguments": args})
+			}
+			// The reference sends the assistant's text after its calls.
+			if t := m.Content.String(); t != "" {
+				out = append(out, map[string]any{"type": "message", "role": "assistant", "content": t})
 			}
 		case agui.RoleTool:
 			out = append(out, map[string]any{"type": "function_call_output", "call_id": m.ToolCallID, "output": wire.ToolResultText(m)})
@@ -163,63 +174,44 @@ func audioFormat(mime string) string {
 
 // ChatStream implements chat.Adapter.
 func (a *Responses) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return func(yield func(agui.Event, error) bool) {
-		em := wire.NewEmitter(yield, req, a.model)
-		em.Secret = a.opts.Key()
-		if !em.Start() {
-			return
-		}
-		body, err := a.ResponsesBody(req)
-		if err != nil {
-			em.Fail("invalid_request", err.Error(), nil)
-			return
-		}
-		resp, err := wire.Do(ctx, a.opts, &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/responses", Headers: authHeaders(a.opts), Body: body})
-		if err != nil {
-			if ctx.Err() == nil {
-				em.FailErr(err)
-			}
-			return
-		}
-		defer resp.Close()
-		p := &ResponsesParser{em: em}
-		sse := wire.NewSSEReader(resp.Body)
-		for !em.Stopped() {
-			_, data, err := sse.Next()
+	return wire.Stream(ctx, &wire.Provider{Name: "openai", Model: a.model, Options: a.opts, EagerStart: true,
+		Build: func(req *chat.Request) (*wire.Request, error) {
+			body, err := a.ResponsesBody(req)
 			if err != nil {
-				if ctx.Err() == nil {
-					em.Incomplete(wire.NotEOF(err))
-				}
-				return
+				return nil, err
 			}
-			if err := p.Feed(data); err != nil {
-				em.Fail("invalid_response", "openai: malformed stream event: "+err.Error(), nil)
-				return
-			}
-		}
-	}
+			return &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/responses", Headers: authHeaders(a.opts), Body: body}, nil
+		},
+		Parser: func(em *wire.Emitter) wire.Parser { return newResponsesParser(em) },
+	}, req)
 }
 
-// ResponsesParser translates Responses stream events (the SSE data
+// responsesParser translates Responses stream events (the SSE data
 // payloads) into adapter chunks.
-type ResponsesParser struct {
-	em      *wire.Emitter
-	ev      respEvent
-	calls   []respCall
-	summary []summaryIdx
-	refusal bool
-	s       jsonlex.Scanner
+type responsesParser struct {
+	lastItem   string
+	reasonItem string // the reasoning item being streamed and its message id
+	reasonMsg  string
+	em         *wire.Emitter
+	ev         respEvent
+	calls      []respCall
+	summary    []summaryIdx
+	refusal    bool
+	s          jsonlex.Scanner
 }
 
-type respCall struct{ itemID, callID string }
+type respCall struct{ itemID, callID, name string }
 
 type summaryIdx struct {
 	itemID string
 	idx    int64
 }
 
-// NewResponsesParser returns a parser feeding em (for benchmarks and fuzzing).
-func NewResponsesParser(em *wire.Emitter) *ResponsesParser { return &ResponsesParser{em: em} }
+// newResponsesParser returns a parser feeding em.
+func newResponsesParser(em *wire.Emitter) *responsesParser {
+	em.ErrorWithoutRun = true
+	return &responsesParser{em: em}
+}
 
 type respItem struct {
 	typ, id, callID, name, arguments, encrypted string
@@ -243,7 +235,16 @@ type respEvent struct {
 	idBuf              []byte
 }
 
-func (p *ResponsesParser) callFor(itemID []byte) string {
+// item returns itemID as a string, reusing the last one: every delta of
+// an item repeats its id.
+func (p *responsesParser) item(itemID []byte) string {
+	if string(itemID) != p.lastItem {
+		p.lastItem = string(itemID)
+	}
+	return p.lastItem
+}
+
+func (p *responsesParser) callFor(itemID []byte) string {
 	for i := range p.calls {
 		if p.calls[i].itemID == string(itemID) {
 			return p.calls[i].callID
@@ -253,7 +254,7 @@ func (p *ResponsesParser) callFor(itemID []byte) string {
 }
 
 // Feed handles one event payload.
-func (p *ResponsesParser) Feed(data []byte) error {
+func (p *responsesParser) Feed(data []byte) error {
 	if len(data) == 0 || string(data) == "[DONE]" {
 		return nil
 	}
@@ -282,9 +283,9 @@ func (p *ResponsesParser) Feed(data []byte) error {
 			ev.arguments, err = wire.Str(s)
 		case "item":
 			ev.hasItem = true
-			err = parseRespItem(s, &ev.item)
+			err = p.parseItem(s, &ev.item)
 		case "response":
-			err = parseRespObject(s, ev)
+			err = parseRespObject(s, ev, p.em)
 		case "code":
 			if s.Peek() == '"' {
 				ev.code, err = wire.Str(s)
@@ -304,18 +305,39 @@ func (p *ResponsesParser) Feed(data []byte) error {
 	return p.dispatch(ev)
 }
 
-func parseRespItem(s *jsonlex.Scanner, it *respItem) error {
+// parseItem decodes an output item. Its strings mostly repeat what the
+// turn already holds (the done event repeats the added one), so known
+// values are reused instead of allocated again.
+func (p *responsesParser) parseItem(s *jsonlex.Scanner, it *respItem) error {
 	return wire.Object(s, func(k []byte) error {
 		var err error
 		switch string(k) {
 		case "type":
-			it.typ, err = wire.Str(s)
+			var b []byte
+			b, err = s.String(nil)
+			switch string(b) {
+			case "function_call":
+				it.typ = "function_call"
+			case "reasoning":
+				it.typ = "reasoning"
+			case "message":
+				it.typ = "message"
+			default:
+				it.typ = string(b)
+			}
 		case "id":
-			it.id, err = wire.Str(s)
-		case "call_id":
-			it.callID, err = wire.Str(s)
-		case "name":
-			it.name, err = wire.Str(s)
+			var b []byte
+			b, err = s.String(nil)
+			it.id = p.item(b)
+		case "call_id", "name":
+			var b []byte
+			b, err = s.String(nil)
+			v := p.known(b)
+			if string(k) == "name" {
+				it.name = v
+			} else {
+				it.callID = v
+			}
 		case "arguments":
 			it.arguments, err = wire.Str(s)
 		case "encrypted_content":
@@ -327,10 +349,36 @@ func parseRespItem(s *jsonlex.Scanner, it *respItem) error {
 	})
 }
 
-func parseRespObject(s *jsonlex.Scanner, ev *respEvent) error {
+// known returns b as a string, reusing a call id or name the turn has.
+func (p *responsesParser) known(b []byte) string {
+	for i := range p.calls {
+		if p.calls[i].callID == string(b) {
+			return p.calls[i].callID
+		}
+		if p.calls[i].name == string(b) {
+			return p.calls[i].name
+		}
+	}
+	return string(b)
+}
+
+func parseRespObject(s *jsonlex.Scanner, ev *respEvent, em *wire.Emitter) error {
 	return wire.Object(s, func(k []byte) error {
 		var err error
 		switch string(k) {
+		case "id":
+			// The response id parents the turn's tool calls.
+			if em.MessageID != "" {
+				return wire.Skip(s)
+			}
+			em.MessageID, err = wire.Str(s)
+		case "model":
+			if !em.WantsModel() {
+				return wire.Skip(s)
+			}
+			var m string
+			m, err = wire.Str(s)
+			em.SetModel(m)
 		case "status":
 			ev.status, err = wire.Str(s)
 		case "incomplete_details":
@@ -399,7 +447,9 @@ func parseUsage(s *jsonlex.Scanner, keys usageKeys) (*agui.TokenUsage, error) {
 			err = wire.Object(s, func(k []byte) error {
 				if string(k) == "cached_tokens" {
 					v, e := wire.Int(s)
-					u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: wire.I64(v)}
+					if v > 0 { // zero details are omitted, as the reference does
+						u.PromptTokensDetails = &agui.PromptTokensDetails{CachedTokens: wire.I64(v)}
+					}
 					return e
 				}
 				return wire.Skip(s)
@@ -408,7 +458,9 @@ func parseUsage(s *jsonlex.Scanner, keys usageKeys) (*agui.TokenUsage, error) {
 			err = wire.Object(s, func(k []byte) error {
 				if string(k) == "reasoning_tokens" {
 					v, e := wire.Int(s)
-					u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(v)}
+					if v > 0 {
+						u.CompletionTokensDetails = &agui.CompletionTokensDetails{ReasoningTokens: wire.I64(v)}
+					}
 					return e
 				}
 				return wire.Skip(s)
@@ -424,28 +476,33 @@ func parseUsage(s *jsonlex.Scanner, keys usageKeys) (*agui.TokenUsage, error) {
 	return u, err
 }
 
-func (p *ResponsesParser) dispatch(ev *respEvent) error {
+func (p *responsesParser) dispatch(ev *respEvent) error {
 	em := p.em
 	switch string(ev.typ) {
 	case "response.output_text.delta":
-		em.Text(string(ev.itemID), ev.delta)
+		em.Text(p.item(ev.itemID), ev.delta)
 	case "response.refusal.delta":
 		p.refusal = true
-		em.Text(string(ev.itemID), ev.delta)
+		em.Text(p.item(ev.itemID), ev.delta)
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-		id := string(ev.itemID)
-		if p.newSummaryPart(id, ev.summaryIndex) && em.ReasoningOpen() {
-			em.Reasoning(id, "\n\n")
+		item := p.item(ev.itemID)
+		if item != p.reasonItem {
+			// The reasoning message gets its own id, as the reference's
+			// does; the item id travels in the packed signature.
+			p.reasonItem, p.reasonMsg = item, wire.NewID("reasoning")
 		}
-		em.Reasoning(id, ev.delta)
+		if p.newSummaryPart(item, ev.summaryIndex) && em.ReasoningOpen() {
+			em.Reasoning(p.reasonMsg, "\n\n")
+		}
+		em.Reasoning(p.reasonMsg, ev.delta)
 	case "response.output_item.added":
 		if ev.item.typ == "function_call" {
 			callID := ev.item.callID
 			if callID == "" {
 				callID = ev.item.id
 			}
-			p.calls = append(p.calls, respCall{itemID: ev.item.id, callID: callID})
-			em.ToolStart(callID, ev.item.name, int(ev.outputIndex), nil)
+			p.calls = append(p.calls, respCall{itemID: ev.item.id, callID: callID, name: ev.item.name})
+			em.ToolStart(callID, ev.item.name, int(ev.outputIndex), map[string]any{"itemId": ev.item.id})
 			if ev.item.arguments != "" {
 				em.ToolArgs(callID, ev.item.arguments)
 			}
@@ -467,7 +524,7 @@ func (p *ResponsesParser) dispatch(ev *respEvent) error {
 			}
 			em.ToolEnd(callID, ev.item.arguments)
 		case "reasoning":
-			em.EndReasoningID(ev.item.id, ev.item.encrypted)
+			em.EndReasoningID(ev.item.id, packReasoning(ev.item.id, ev.item.encrypted))
 		case "message":
 			em.EndText()
 		}
@@ -495,14 +552,14 @@ func (p *ResponsesParser) dispatch(ev *respEvent) error {
 	return nil
 }
 
-func (p *ResponsesParser) finishReason(def string) string {
+func (p *responsesParser) finishReason(def string) string {
 	if p.refusal && !p.em.ToolEnded() {
 		return agui.FinishContentFilter
 	}
 	return def
 }
 
-func (p *ResponsesParser) newSummaryPart(id string, idx int64) bool {
+func (p *responsesParser) newSummaryPart(id string, idx int64) bool {
 	for i := range p.summary {
 		if p.summary[i].itemID == id {
 			if idx > p.summary[i].idx {
@@ -524,3 +581,47 @@ func (a *Responses) SupportsCombinedToolsAndSchema(map[string]any) bool { return
 // CombinedStructuredOutputSource is "text": the final turn's text is the
 // JSON answer.
 func (a *Responses) CombinedStructuredOutputSource(map[string]any) string { return "text" }
+
+// End reports that a stream ending before its terminal event is incomplete.
+func (p *responsesParser) End() bool { return false }
+
+// packReasoning is the signature carried for a reasoning item: its id and
+// encrypted content as one JSON object, so the next turn can send the item
+// back whole (the reference's form, which its clients store).
+func packReasoning(id, encrypted string) string {
+	if encrypted == "" {
+		return ""
+	}
+	b, _ := json.Marshal(struct {
+		ID               string `json:"id"`
+		EncryptedContent string `json:"encrypted_content"`
+	}{id, encrypted})
+	return string(b)
+}
+
+// unpackReasoning reverses packReasoning; a bare encrypted value (an older
+// signature) is not packed.
+func unpackReasoning(sig string) (id, encrypted string, ok bool) {
+	if !strings.HasPrefix(sig, "{") {
+		return "", "", false
+	}
+	var v struct {
+		ID               string `json:"id"`
+		EncryptedContent string `json:"encrypted_content"`
+	}
+	if json.Unmarshal([]byte(sig), &v) != nil || v.EncryptedContent == "" {
+		return "", "", false
+	}
+	return v.ID, v.EncryptedContent, true
+}
+
+// reasoningModel reports the OpenAI reasoning model families, whose
+// encrypted reasoning is requested so it can be sent back next turn.
+func reasoningModel(model string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "codex-"} {
+		if strings.HasPrefix(model, p) {
+			return true
+		}
+	}
+	return false
+}

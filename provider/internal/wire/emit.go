@@ -22,7 +22,11 @@ type Emitter struct {
 	done     bool
 	ThreadID string
 	RunID    string
-	Model    string
+	// Model is reported on every event but content and argument deltas
+	// (metadata.tanstack.model once normalized). A parser replaces the
+	// configured name with the one the provider answers with
+	// ("gpt-4o-mini-2024-07-18") before the first event goes out.
+	Model string
 	// MessageID is the turn's message id (provider's when it has one); text
 	// and tool calls use it unless a more specific id is given.
 	MessageID string
@@ -30,14 +34,32 @@ type Emitter struct {
 	Now func() int64
 	// Secret is redacted from error messages (the API key).
 	Secret string
+	// StepDeltas adds, after each reasoning delta, a STEP_FINISHED carrying
+	// the delta and the content so far (what the reference's Anthropic and
+	// Gemini adapters send).
+	StepDeltas bool
+	// FinalStep places the closing thinking STEP_FINISHED (the one with
+	// the content and the signature) as the provider's reference adapter
+	// does.
+	FinalStep StepPlacement
+	// ErrorWithoutRun leaves threadId and runId off RUN_ERROR, as the
+	// reference's Responses, Anthropic and Gemini adapters do.
+	ErrorWithoutRun bool
 
 	logger *chat.Logger
+
+	// startPending: RUN_STARTED waits for the first payload (or a failure)
+	// so it can carry the provider's model name.
+	startPending bool
+	// modelPending: the provider's model name is still to be learned.
+	modelPending bool
 
 	textOpen  bool
 	textID    string
 	lastText  string
 	reasonOn  bool
 	reasonID  string
+	stepID    string
 	reasonTxt []byte
 	tools     []toolState
 	toolEnded bool
@@ -49,6 +71,16 @@ type toolState struct {
 	args  []byte
 	ended bool
 }
+
+// StepPlacement says where the closing thinking STEP_FINISHED goes.
+type StepPlacement uint8
+
+// Placements.
+const (
+	StepAfterEnd  StepPlacement = iota // after REASONING_END (OpenAI)
+	StepBeforeEnd                      // before REASONING_MESSAGE_END (Anthropic)
+	StepIfSigned                       // only when signed, after REASONING_END (Gemini)
+)
 
 // NewEmitter starts an emitter for one turn of req.
 func NewEmitter(yield func(agui.Event, error) bool, req *chat.Request, model string) *Emitter {
@@ -97,6 +129,17 @@ func (e *Emitter) emit(ev agui.Event) bool {
 	if e.stopped || e.done {
 		return false
 	}
+	if e.startPending {
+		e.startPending = false
+		if !e.emit(agui.Event{Type: agui.RunStarted, ThreadID: e.ThreadID, RunID: e.RunID, Model: e.Model}) {
+			return false
+		}
+	}
+	switch ev.Type {
+	case agui.TextMessageContent, agui.ToolCallArgs:
+	default:
+		ev.Model = e.Model
+	}
 	ev.Timestamp = e.ts()
 	if !e.yield(ev, nil) {
 		e.stopped = true
@@ -107,7 +150,26 @@ func (e *Emitter) emit(ev agui.Event) bool {
 
 // Start emits RUN_STARTED.
 func (e *Emitter) Start() bool {
-	return e.emit(agui.Event{Type: agui.RunStarted, ThreadID: e.ThreadID, RunID: e.RunID, Model: e.Model})
+	return e.emit(agui.Event{Type: agui.RunStarted, ThreadID: e.ThreadID, RunID: e.RunID})
+}
+
+// StartLater defers RUN_STARTED to just before the next event, so a parser
+// can first learn the model name the provider reports (SetModel).
+func (e *Emitter) StartLater() bool {
+	e.startPending, e.modelPending = true, true
+	return !e.Stopped()
+}
+
+// WantsModel reports whether SetModel would still take effect (parsers
+// skip decoding the name otherwise).
+func (e *Emitter) WantsModel() bool { return e.modelPending }
+
+// SetModel records the model name the provider reports, for the events
+// from now on; only the first name counts.
+func (e *Emitter) SetModel(name string) {
+	if name != "" && e.modelPending {
+		e.Model, e.modelPending = name, false
+	}
 }
 
 // Text appends a text delta to message id ("" = the current or the turn's).
@@ -162,17 +224,25 @@ func (e *Emitter) Reasoning(id, delta string) bool {
 		}
 	}
 	e.reasonTxt = append(e.reasonTxt, delta...)
-	return e.emit(agui.Event{Type: agui.ReasoningMessageContent, MessageID: e.reasonID, Delta: delta})
+	if !e.emit(agui.Event{Type: agui.ReasoningMessageContent, MessageID: e.reasonID, Delta: delta}) {
+		return false
+	}
+	if e.StepDeltas {
+		return e.emit(agui.Event{Type: agui.StepFinished, StepName: e.stepID, StepID: e.stepID, Delta: delta, Content: string(e.reasonTxt)})
+	}
+	return true
 }
 
 func (e *Emitter) openReasoning(id string) bool {
 	if id == "" {
 		id = NewID("reasoning")
 	}
-	e.reasonID, e.reasonOn, e.reasonTxt = id, true, e.reasonTxt[:0]
-	return e.emit(agui.Event{Type: agui.StepStarted, StepName: id, StepID: id, StepType: "thinking"}) &&
-		e.emit(agui.Event{Type: agui.ReasoningStart, MessageID: id}) &&
-		e.emit(agui.Event{Type: agui.ReasoningMessageStart, MessageID: id, Role: agui.RoleReasoning})
+	// The reasoning message and its thinking step have their own ids; the
+	// step opens inside the message, as the reference orders them.
+	e.reasonID, e.stepID, e.reasonOn, e.reasonTxt = id, NewID("step"), true, e.reasonTxt[:0]
+	return e.emit(agui.Event{Type: agui.ReasoningStart, MessageID: id}) &&
+		e.emit(agui.Event{Type: agui.ReasoningMessageStart, MessageID: id, Role: agui.RoleReasoning}) &&
+		e.emit(agui.Event{Type: agui.StepStarted, StepName: e.stepID, StepID: e.stepID, StepType: "thinking"})
 }
 
 // ReasoningOpen reports whether a reasoning block is open.
@@ -203,10 +273,18 @@ func (e *Emitter) EndReasoningID(id, signature string) bool {
 	}
 	e.reasonOn = false
 	id = e.reasonID
-	return e.emit(agui.Event{Type: agui.ReasoningMessageEnd, MessageID: id}) &&
-		e.emit(agui.Event{Type: agui.ReasoningEnd, MessageID: id}) &&
-		e.emit(agui.Event{Type: agui.StepFinished, StepName: id, StepID: id, StepType: "thinking",
-			Signature: signature, Content: string(e.reasonTxt)})
+	step := agui.Event{Type: agui.StepFinished, StepName: e.stepID, StepID: e.stepID, Signature: signature, Content: string(e.reasonTxt)}
+	if e.FinalStep == StepBeforeEnd && !e.emit(step) {
+		return false
+	}
+	if !e.emit(agui.Event{Type: agui.ReasoningMessageEnd, MessageID: id}) ||
+		!e.emit(agui.Event{Type: agui.ReasoningEnd, MessageID: id}) {
+		return false
+	}
+	if e.FinalStep == StepAfterEnd || (e.FinalStep == StepIfSigned && signature != "") {
+		return e.emit(step)
+	}
+	return true
 }
 
 func (e *Emitter) closeOpen() {
@@ -302,7 +380,7 @@ func (e *Emitter) Finish(reason string, usage *agui.TokenUsage) bool {
 			reason = agui.FinishToolCalls
 		}
 	}
-	ok := e.emit(agui.Event{Type: agui.RunFinished, ThreadID: e.ThreadID, RunID: e.RunID, Model: e.Model,
+	ok := e.emit(agui.Event{Type: agui.RunFinished, ThreadID: e.ThreadID, RunID: e.RunID,
 		FinishReason: reason, Usage: usage})
 	e.done = true
 	return ok
@@ -317,8 +395,12 @@ func (e *Emitter) Fail(code, message string, usage *agui.TokenUsage) bool {
 	if e.logger.Enabled(chat.CatErrors) {
 		e.logger.Log(chat.CatErrors, "provider error", slog.String("model", e.Model), slog.String("code", code), slog.String("message", message))
 	}
-	ok := e.emit(agui.Event{Type: agui.RunError, ThreadID: e.ThreadID, RunID: e.RunID, Model: e.Model,
-		Message: message, Code: code, Error: &agui.ErrorInfo{Message: message, Code: code}, Usage: usage})
+	ev := agui.Event{Type: agui.RunError, ThreadID: e.ThreadID, RunID: e.RunID,
+		Message: message, Code: code, Error: &agui.ErrorInfo{Message: message, Code: code}, Usage: usage}
+	if e.ErrorWithoutRun {
+		ev.ThreadID, ev.RunID = "", ""
+	}
+	ok := e.emit(ev)
 	e.done = true
 	return ok
 }

@@ -1,7 +1,13 @@
-// Package wire holds what the provider adapters share: the HTTP transport
-// with retries before the first byte, the SSE and NDJSON readers, the
-// AG-UI turn emitter that enforces the adapter grammar (docs/engine.md §1), and
-// small JSON helpers for the hot decode path.
+// Package wire holds what the provider adapters share: the drive loop
+// (Stream), the HTTP transport with retries before the first byte, the SSE
+// and NDJSON readers, the AG-UI turn emitter that enforces the adapter
+// grammar (RUN_STARTED, text/reasoning/tool events, one terminal event),
+// and small JSON helpers for the hot decode path.
+//
+// A new provider is a Provider value: Build turns a chat.Request into the
+// HTTP request, and Parser returns a Parser whose Feed translates one
+// payload into Emitter calls. Its ChatStream is wire.Stream(ctx, p, req);
+// its tests run wiretest's golden, transport and fuzz helpers.
 package wire
 
 import (

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,7 +132,9 @@ func Types(evs []agui.Event) []string {
 	return out
 }
 
-// CheckGrammar asserts the adapter grammar of docs/engine.md §1.
+// CheckGrammar asserts the adapter grammar: RUN_STARTED first, one
+// terminal event last, text and reasoning closed before anything else
+// starts, tool events only for started calls.
 func CheckGrammar(t testing.TB, evs []agui.Event) {
 	t.Helper()
 	if len(evs) == 0 || evs[0].Type != agui.RunStarted {
@@ -267,16 +270,22 @@ func Payloads(data []byte, sse bool) [][]byte {
 
 // BenchFeed measures feeding every payload of a fixture through a parser
 // (decode and translation, events discarded) and reports ns/chunk.
-func BenchFeed(b *testing.B, data []byte, sse bool, mk func(em *wire.Emitter) func([]byte) error) {
+func BenchFeed(b *testing.B, data []byte, sse bool, mk func(em *wire.Emitter) wire.Parser) {
 	payloads := Payloads(data, sse)
 	b.ReportAllocs()
 	b.ResetTimer()
 	n := 0
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	defer func() {
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(max(n, 1)), "allocs/chunk")
+	}()
 	for b.Loop() {
 		em := wire.NewEmitter(func(agui.Event, error) bool { return true }, &chat.Request{RunID: "r"}, "m")
-		feed := mk(em)
+		parser := mk(em)
 		for _, p := range payloads {
-			if err := feed(p); err != nil {
+			if err := parser.Feed(p); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -303,21 +312,21 @@ func NewEmitter() *wire.Emitter {
 
 // BenchStream measures SSE framing plus parsing over a whole fixture and
 // reports ns/chunk.
-func BenchStream(b *testing.B, data []byte, mk func(em *wire.Emitter) func([]byte) error) {
+func BenchStream(b *testing.B, data []byte, mk func(em *wire.Emitter) wire.Parser) {
 	chunks := len(Payloads(data, true))
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	n := 0
 	for b.Loop() {
-		feed := mk(NewEmitter())
+		parser := mk(NewEmitter())
 		r := wire.NewSSEReader(bufio.NewReader(bytes.NewReader(data)))
 		for {
 			_, d, err := r.Next()
 			if err != nil {
 				break
 			}
-			if err := feed(d); err != nil {
+			if err := parser.Feed(d); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -329,21 +338,21 @@ func BenchStream(b *testing.B, data []byte, mk func(em *wire.Emitter) func([]byt
 // FuzzGrammar feeds every line of data (a payload per line) to the parser
 // mk builds, ends the turn as the adapter would at EOF, and checks the
 // events still follow the adapter grammar.
-func FuzzGrammar(t *testing.T, data []byte, mk func(em *wire.Emitter) (feed func([]byte) error, end func())) {
+func FuzzGrammar(t *testing.T, data []byte, mk func(em *wire.Emitter) wire.Parser) {
 	var evs []agui.Event
 	em := wire.NewEmitter(func(ev agui.Event, _ error) bool { evs = append(evs, ev); return true }, &chat.Request{RunID: "r"}, "m")
 	em.Start()
-	feed, end := mk(em)
+	parser := mk(em)
 	for _, ln := range bytes.Split(data, []byte("\n")) {
 		if em.Done() {
 			break
 		}
-		if err := feed(ln); err != nil {
+		if err := parser.Feed(ln); err != nil {
 			em.Fail("invalid_response", err.Error(), nil)
 		}
 	}
-	if end != nil && !em.Done() {
-		end()
+	if !em.Done() {
+		parser.End()
 	}
 	if !em.Done() {
 		em.Incomplete(nil)
