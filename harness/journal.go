@@ -269,7 +269,6 @@ func (r *invocationRun) runJournaled(ctx context.Context, dir, runID string, l *
 	return r.readJournal(ctx, j, dec, yield)
 }
 
-
 // readJournal translates a journal from its start until the sentinel.
 func (r *invocationRun) readJournal(ctx context.Context, j Journal, dec Decoder, yield func(agui.Event, error) bool) error {
 	code, err := j.Read(ctx, r.h, 0, func(line []byte, _ int64) error {
