@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type Emitter struct {
 	reasonText strings.Builder
 	tools      map[string]*observedCall
 	order      []string
+	seq        int
 
 	// Usage accumulates across the agent's model calls; the decoder sets it.
 	Usage *agui.TokenUsage
@@ -75,7 +77,7 @@ func (e *Emitter) Text(id, delta string) {
 	}
 	if !e.textOpen {
 		if id == "" {
-			id = newID("msg")
+			id = e.nextID("msg")
 		}
 		e.textOpen, e.textID = true, id
 		e.emit(agui.Event{Type: agui.TextMessageStart, MessageID: id, Role: agui.RoleAssistant})
@@ -103,7 +105,7 @@ func (e *Emitter) Reasoning(id, delta string) {
 	}
 	if !e.reasonOpen {
 		if id == "" {
-			id = newID("reasoning")
+			id = e.nextID("reasoning")
 		}
 		e.reasonOpen, e.reasonID = true, id
 		e.reasonText.Reset()
@@ -193,7 +195,7 @@ func (e *Emitter) ToolResult(id, content string, isError bool) {
 		e.ToolEnd(id, nil)
 	}
 	c.result = true
-	ev := agui.Event{Type: agui.ToolCallResult, ToolCallID: id, MessageID: newID("msg"), Role: "tool", Content: content}
+	ev := agui.Event{Type: agui.ToolCallResult, ToolCallID: id, MessageID: "result-" + id, Role: "tool", Content: content}
 	if isError {
 		ev.Metadata = map[string]any{"tanstack": map[string]any{"state": "output-error"}}
 	}
@@ -233,6 +235,13 @@ func (e *Emitter) closeAll(reason string) {
 			e.ToolResult(id, reason, true)
 		}
 	}
+}
+
+// nextID numbers the ids the emitter makes up. They depend only on what the
+// agent printed, so a journal read twice (a takeover) yields the same ids.
+func (e *Emitter) nextID(prefix string) string {
+	e.seq++
+	return prefix + "-" + strconv.Itoa(e.seq)
 }
 
 func newID(prefix string) string {

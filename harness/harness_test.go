@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/goai-sdk/goai/agui"
@@ -267,5 +269,115 @@ func TestHarnessWithoutSandboxFailsBeforeAnyModelCall(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), `requires capability "sandbox"`) {
 		t.Fatalf("err = %v, want the missing sandbox capability named", err)
+	}
+}
+
+// countingHandler counts the model requests an agent makes.
+type countingHandler struct {
+	http.Handler
+	n atomic.Int32
+}
+
+func (c *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.n.Add(1)
+	c.Handler.ServeHTTP(w, r)
+}
+
+// A journaled agent outlives its host: the first host goes away mid-run
+// (its context ends without a cancel request), the agent keeps working,
+// and a second host with the same run id attaches to the journal instead of
+// launching again, and streams the whole run from its start.
+func TestJournaledAgentSurvivesItsHost(t *testing.T) {
+	bin := agentBinary(t, "claude")
+	dir := gitRepo(t)
+	path := filepath.Join(dir, "hello.txt")
+	write := toolCall("toolu_w", "Write", 0, map[string]any{"file_path": path, "content": "hi\n"})
+	edit := toolCall("toolu_e", "Edit", 0, map[string]any{"file_path": path, "old_string": "hi", "new_string": "hello, world"})
+	sc, err := scripted.Parse([]byte(`{"name":"journal","threadId":"t","messages":[],"tools":[],"middleware":[],"turns":[
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + write + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"delayMs":1500},` + edit + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"type":"TEXT_MESSAGE_START","messageId":"m3","role":"assistant"},{"type":"TEXT_MESSAGE_CONTENT","messageId":"m3","delta":"Done: hello.txt says hello."},{"type":"TEXT_MESSAGE_END","messageId":"m3"},{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"stop"}]
+]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := &countingHandler{Handler: mockprovider.NewHandler("anthropic", sc, "")}
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+	journalDir := t.TempDir()
+	adapter := harness.New(harness.ClaudeCode{Binary: bin}, "claude-sonnet-4-5", harness.Options{
+		Journal:    true,
+		JournalDir: journalDir,
+		Env:        map[string]string{"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "dummy-key", "HOME": t.TempDir()},
+	})
+	keep := false
+	sb, err := sandbox.Define(sandbox.Definition{ID: "agent", Provider: local.New(local.Options{Dir: dir, RemoveOnDestroy: &keep}), FileEvents: sandbox.FileEventsWithDiff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := func() chat.Options {
+		return chat.Options{
+			Adapter: adapter, ThreadID: "thread-1", RunID: "run-journal",
+			Messages:   []agui.ModelMessage{{Role: agui.RoleUser, Content: agui.Text("Create hello.txt, then change it.")}},
+			Middleware: []*chat.Middleware{sandbox.WithSandbox(sb, sandbox.Options{})},
+		}
+	}
+
+	// Host 1 goes away as soon as the first edit's result arrived.
+	ctx, cancel := context.WithCancel(context.Background())
+	var first []agui.Event
+	for ev, err := range chat.Stream(ctx, opts()) {
+		if err != nil {
+			break
+		}
+		first = append(first, ev)
+		if ev.Type == agui.ToolCallResult {
+			cancel()
+		}
+	}
+	cancel()
+	if strings.Contains(eventTypes(first), "RUN_FINISHED") {
+		t.Fatalf("host 1 saw the whole run; the test needs it to leave mid-run: %s", eventTypes(first))
+	}
+	journal := filepath.Join(journalDir, harness.EncodeRunID("run-journal")+".ndjson")
+	if _, err := os.Stat(journal); err != nil {
+		t.Fatalf("no journal after host 1 left: %v", err)
+	}
+
+	// Host 2 attaches: the whole run, from the start, with one launch.
+	var second []agui.Event
+	for ev, err := range chat.Stream(context.Background(), opts()) {
+		if err != nil {
+			t.Fatalf("host 2: %v\n%s", err, eventTypes(second))
+		}
+		second = append(second, ev)
+	}
+	checkAgentRun(t, "claude-code", second, dir, []string{"Write", "Edit"})
+	if n := model.n.Load(); n != 3 {
+		t.Errorf("the model was called %d times, want 3 (one agent launch)", n)
+	}
+	if _, err := os.Stat(journal); !os.IsNotExist(err) {
+		t.Errorf("journal still present after its sentinel was read: %v", err)
+	}
+}
+
+func TestJournalSentinelAndEncoding(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"run-1.x", "run-1.x"},
+		{"a_b", "a_5fb"},
+		{"a/b", "a_2fb"},
+		{"..", "_2e_2e"},
+		{"é", "_c3_a9"},
+	} {
+		if got := harness.EncodeRunID(tc.in); got != tc.want {
+			t.Errorf("EncodeRunID(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	long := strings.Repeat("x", 300)
+	if got := harness.EncodeRunID(long); len(got) != 200 || harness.EncodeRunID(long+"y") == got {
+		t.Errorf("long ids: %d bytes, distinct=%v", len(got), harness.EncodeRunID(long+"y") != got)
+	}
+	if a, b := harness.JournalNonce("r1"), harness.JournalNonce("r2"); len(a) != 32 || a == b {
+		t.Errorf("nonces %q %q", a, b)
 	}
 }

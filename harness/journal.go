@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/sandbox"
 )
 
@@ -131,7 +132,7 @@ func (j Journal) Read(ctx context.Context, h sandbox.Handle, from int64, fn func
 
 // Remove deletes the journal and its stderr sidecar.
 func (j Journal) Remove(ctx context.Context, h sandbox.Handle) error {
-	_, err := h.Exec(ctx, "rm -f "+sandbox.Quote(j.Path())+" "+sandbox.Quote(j.ErrPath())+" "+sandbox.Quote(j.promptPath()), sandbox.ExecOptions{})
+	_, err := h.Exec(ctx, "rm -f "+sandbox.Quote(j.Path())+" "+sandbox.Quote(j.ErrPath())+" "+sandbox.Quote(j.promptPath())+" "+sandbox.Quote(j.pidPath()), sandbox.ExecOptions{})
 	return err
 }
 
@@ -240,25 +241,46 @@ func (j Journal) stderrTail(ctx context.Context, h sandbox.Handle, n int) string
 }
 
 // runJournaled starts the agent detached from the host with its output in
-// the journal, then reads the journal until the sentinel.
+// the journal, then reads the journal until the sentinel. When the run's
+// journal already exists, an earlier host launched the agent: this one
+// attaches (spawns nothing) and reads the journal from its start.
 func (r *invocationRun) runJournaled(ctx context.Context, dir, runID string, l *Launch, dec Decoder, yield func(agui.Event, error) bool) error {
 	j := Journal{Dir: r.a.opts.JournalDir, RunID: runID}
-	cmd := l.Command
-	if l.Stdin != "" {
-		promptFile := j.promptPath()
-		if _, err := r.h.Exec(ctx, "mkdir -p "+sandbox.Quote(j.Dir), sandbox.ExecOptions{}); err != nil {
-			return fmt.Errorf("harness: create the journal directory: %w", err)
+	attached, err := j.launched(ctx, r.h)
+	if err != nil {
+		return err
+	}
+	if !attached {
+		if err := r.launchJournaled(ctx, dir, j, l); err != nil {
+			return err
 		}
-		if err := r.h.FS().WriteFile(ctx, promptFile, []byte(l.Stdin), 0o600); err != nil {
+	} else {
+		r.log.Info("harness: attaching to a running agent's journal", "category", "sandbox", "harness", r.a.agent.Name(), "runId", runID)
+	}
+	err = r.readJournal(ctx, j, dec, yield)
+	if err != nil && errors.Is(context.Cause(ctx), chat.ErrCancelRequested) {
+		// A cancel stops the agent; a host that merely goes away (a
+		// disconnect, a shutdown) leaves it working for a successor.
+		j.kill(context.WithoutCancel(ctx), r.h)
+	}
+	return err
+}
+
+func (r *invocationRun) launchJournaled(ctx context.Context, dir string, j Journal, l *Launch) error {
+	if res, err := r.h.Exec(ctx, "mkdir -p "+sandbox.Quote(j.Dir), sandbox.ExecOptions{}); err != nil || res.ExitCode != 0 {
+		return fmt.Errorf("harness: create the journal directory: %v %s", err, res.Stderr)
+	}
+	cmd := "( " + l.Command + " ) < /dev/null"
+	if l.Stdin != "" {
+		if err := writeShellFile(ctx, r.h, j.promptPath(), l.Stdin); err != nil {
 			return fmt.Errorf("harness: write the prompt file: %w", err)
 		}
-		cmd = "( " + cmd + " ) < " + sandbox.Quote(promptFile)
-	} else {
-		cmd = "( " + cmd + " ) < /dev/null"
+		cmd = "( " + l.Command + " ) < " + sandbox.Quote(j.promptPath())
 	}
-	// nohup and a background job: the agent is not the host's child in any
-	// way that ends with the host.
-	start := "nohup sh -c " + sandbox.Quote(j.Wrap(cmd)) + " >/dev/null 2>&1 &"
+	// setsid: the agent leads its own process group and session, so
+	// nothing that ends the host's commands ends it. Its pid is recorded for
+	// a cancel.
+	start := "setsid sh -c " + sandbox.Quote(j.Wrap(cmd)) + " < /dev/null > /dev/null 2>&1 & echo $! > " + sandbox.Quote(j.pidPath())
 	res, err := r.h.Exec(ctx, start, sandbox.ExecOptions{Dir: dir, Env: l.Env})
 	if err != nil {
 		return fmt.Errorf("harness: start %s: %w", r.a.agent.Name(), err)
@@ -266,7 +288,43 @@ func (r *invocationRun) runJournaled(ctx context.Context, dir, runID string, l *
 	if res.ExitCode != 0 {
 		return fmt.Errorf("harness: start %s: exit %d: %s", r.a.agent.Name(), res.ExitCode, strings.TrimSpace(res.Stderr))
 	}
-	return r.readJournal(ctx, j, dec, yield)
+	return nil
+}
+
+// writeShellFile writes content to an absolute path through the sandbox's
+// shell (the journal directory lies outside the workspace the FS API
+// serves), in base64 pieces that stay well under argv limits.
+func writeShellFile(ctx context.Context, h sandbox.Handle, name, content string) error {
+	enc := base64.StdEncoding.EncodeToString([]byte(content))
+	op := ">"
+	for first := true; first || enc != ""; first = false {
+		n := min(len(enc), 64<<10)
+		res, err := h.Exec(ctx, "umask 077 && printf %s "+sandbox.Quote(enc[:n])+" | base64 -d "+op+" "+sandbox.Quote(name), sandbox.ExecOptions{})
+		if err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
+		}
+		enc, op = enc[n:], ">>"
+	}
+	return nil
+}
+
+func (j Journal) pidPath() string { return path.Join(j.Dir, EncodeRunID(j.RunID)+".pid") }
+
+// launched reports whether an agent was already started for this run.
+func (j Journal) launched(ctx context.Context, h sandbox.Handle) (bool, error) {
+	res, err := h.Exec(ctx, "test -e "+sandbox.Quote(j.pidPath())+" || test -e "+sandbox.Quote(j.Path()), sandbox.ExecOptions{})
+	if err != nil {
+		return false, fmt.Errorf("harness: look for the run's journal: %w", err)
+	}
+	return res.ExitCode == 0, nil
+}
+
+// kill stops the agent's process group.
+func (j Journal) kill(ctx context.Context, h sandbox.Handle) {
+	_, _ = h.Exec(ctx, "pid=$(cat "+sandbox.Quote(j.pidPath())+" 2>/dev/null) && [ -n \"$pid\" ] && kill -9 -- -\"$pid\" 2>/dev/null; true", sandbox.ExecOptions{})
 }
 
 // readJournal translates a journal from its start until the sentinel.
