@@ -77,6 +77,15 @@ type Launch struct {
 	Files map[string]string
 }
 
+// Conversing is implemented by agents that hold a two-way protocol with
+// the host over stdio (ACP) instead of printing an event stream. The adapter
+// starts Launch's command and hands Converse the process; Converse reports
+// what the agent does through the Session until the turn ends.
+type Conversing interface {
+	Agent
+	Converse(ctx context.Context, s *Session) error
+}
+
 // Decoder translates the CLI's output, one JSON line at a time.
 type Decoder interface {
 	// Line handles one complete JSON line.
@@ -237,12 +246,16 @@ func (r *invocationRun) stream(ctx context.Context, yield func(agui.Event, error
 	if !yield(agui.Event{Type: agui.RunStarted, ThreadID: r.req.ThreadID, RunID: runID, Model: r.a.model}, nil) {
 		return
 	}
-	dec := r.a.agent.NewDecoder()
 	var runErr error
-	if r.a.opts.Journal {
-		runErr = r.runJournaled(ctx, dir, runID, l, dec, yield)
-	} else {
-		runErr = r.runPiped(ctx, dir, l, dec, yield)
+	switch ag := r.a.agent.(type) {
+	case Conversing:
+		runErr = r.runConversation(ctx, dir, l, inv, ag, yield)
+	default:
+		if r.a.opts.Journal {
+			runErr = r.runJournaled(ctx, dir, runID, l, ag.NewDecoder(), yield)
+		} else {
+			runErr = r.runPiped(ctx, dir, l, ag.NewDecoder(), yield)
+		}
 	}
 	if errors.Is(runErr, errStopped) {
 		return

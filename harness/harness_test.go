@@ -1,9 +1,11 @@
 package harness_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -46,7 +48,7 @@ func mockModel(t *testing.T, api string, turns string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(mockprovider.NewHandler(api, sc, ""))
+	srv := httptest.NewServer(mockprovider.NewHandler(api, sc, os.Getenv("GOAI_TEST_RECORD")))
 	t.Cleanup(srv.Close)
 	return srv.URL + mockprovider.BasePath(api)
 }
@@ -381,3 +383,72 @@ func TestJournalSentinelAndEncoding(t *testing.T) {
 		t.Errorf("nonces %q %q", a, b)
 	}
 }
+
+// An ACP agent from npm (Zed's Claude Code ACP agent, itself driving
+// Claude Code) run over stdio in the sandbox, its model being goai
+// mock-provider: session updates become text, tool calls and results, and
+// its file writes land in the workspace.
+func TestACPAgentEditsFilesInSandbox(t *testing.T) {
+	bin := agentBinary(t, "claude-code-acp")
+	dir := gitRepo(t)
+	path := filepath.Join(dir, "hello.txt")
+	write := toolCall("toolu_w", "mcp__acp__Write", 0, map[string]any{"file_path": path, "content": "hi\n"})
+	edit := toolCall("toolu_e", "mcp__acp__Edit", 0, map[string]any{"file_path": path, "old_string": "hi", "new_string": "hello, world"})
+	turns := `[
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + write + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + edit + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"type":"TEXT_MESSAGE_START","messageId":"m3","role":"assistant"},{"type":"TEXT_MESSAGE_CONTENT","messageId":"m3","delta":"Done: hello.txt says hello."},{"type":"TEXT_MESSAGE_END","messageId":"m3"},{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"stop"}]
+]`
+	base := mockModelWithHelper(t, turns)
+	adapter := harness.New(harness.ACP{Command: shellQuote(bin)}, "claude-sonnet-4-5", harness.Options{Env: map[string]string{
+		"ANTHROPIC_BASE_URL": strings.TrimSuffix(base, "/v1"),
+		"ANTHROPIC_API_KEY":  "dummy-key",
+		"HOME":               t.TempDir(),
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"IS_SANDBOX": "1", // Claude Code runs as root only when told it is sandboxed
+	}})
+	evs, err := runAgent(t, adapter, dir)
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, eventTypes(evs))
+	}
+	t.Logf("%s", eventTypes(evs))
+	for _, ev := range evs {
+		if ev.Type == agui.ToolCallStart || ev.Type == agui.ToolCallResult {
+			t.Logf("%s %s %s %.80q", ev.Type, ev.ToolCallID, ev.ToolCallName, ev.Content)
+		}
+	}
+	checkAgentRun(t, "acp", evs, dir, []string{"edit", "edit"})
+}
+
+// mockModelWithHelper serves the scripted turns to the main model and a
+// short fixed answer to the small helper model Claude Code also calls (for
+// summaries and token counts), whose requests would otherwise take turns
+// out of the script in no fixed order.
+func mockModelWithHelper(t *testing.T, turns string) string {
+	t.Helper()
+	parse := func(turns string) http.Handler {
+		sc, err := scripted.Parse([]byte(`{"name":"harness","threadId":"t","messages":[],"tools":[],"middleware":[],"turns":` + turns + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mockprovider.NewHandler("anthropic", sc, "")
+	}
+	main := parse(turns)
+	okTurn := `[{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"type":"TEXT_MESSAGE_START","messageId":"h","role":"assistant"},{"type":"TEXT_MESSAGE_CONTENT","messageId":"h","delta":"ok"},{"type":"TEXT_MESSAGE_END","messageId":"h"},{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"stop"}]`
+	helper := parse("[" + strings.TrimSuffix(strings.Repeat(okTurn+",", 50), ",") + "]")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req struct{ Model string }
+		_ = json.Unmarshal(body, &req)
+		if strings.Contains(req.Model, "haiku") {
+			helper.ServeHTTP(w, r)
+			return
+		}
+		main.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
