@@ -265,6 +265,7 @@ type run struct {
 	queueSig chan struct{}
 
 	sandboxHooks hookQueue
+	bridge       bridgeState // bridged tool calls (toolrunner.go)
 
 	approvals     map[string]approvalDecision
 	clientResults map[string]json.RawMessage
@@ -679,7 +680,7 @@ func (r *run) streamModelTurn() error {
 		r.log.Log(CatRequest, fmt.Sprintf("activity=chat provider=%s model=%s messages=%d tools=%d stream=true",
 			r.mctx.Provider, r.mctx.Model, len(r.messages), len(r.tools)))
 	}
-	for raw, err := range r.opts.Adapter.ChatStream(r.runCtx, req) {
+	for raw, err := range r.bridgeable(r.opts.Adapter.ChatStream(r.runCtx, req)) {
 		if err != nil {
 			if r.cancelled() {
 				return nil

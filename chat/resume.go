@@ -65,6 +65,9 @@ type pendingInterrupt struct {
 	callID   string
 	tool     *Tool
 	approval bool // else client tool execution
+	// needsApproval: the call needed approval (a client tool that also
+	// needed one counts as approved once its result arrives).
+	needsApproval bool
 }
 
 // applyResume validates the resume batch as a whole against the interrupts
@@ -207,7 +210,7 @@ func (r *run) applyResume() error {
 		}
 		if !p.approval {
 			r.clientResults[p.callID] = entry.Payload
-			if p.tool.NeedsApproval {
+			if p.needsApproval {
 				r.approvals[p.callID] = approvalDecision{approved: true}
 			}
 			continue
@@ -428,11 +431,12 @@ func (r *run) pendingInterrupts() []pendingInterrupt {
 			continue
 		}
 		clientExec := t.Execute == nil && resumeIDs["client_tool_"+c.ID]
-		if t.NeedsApproval && !clientExec {
-			approvals = append(approvals, pendingInterrupt{id: "approval_" + c.ID, callID: c.ID, tool: t, approval: true})
+		needs := t.approvalNeeded(c.Function.Arguments)
+		if needs && !clientExec {
+			approvals = append(approvals, pendingInterrupt{id: "approval_" + c.ID, callID: c.ID, tool: t, approval: true, needsApproval: true})
 		}
-		if t.Execute == nil && (!t.NeedsApproval || clientExec) {
-			clients = append(clients, pendingInterrupt{id: "client_tool_" + c.ID, callID: c.ID, tool: t})
+		if t.Execute == nil && (!needs || clientExec) {
+			clients = append(clients, pendingInterrupt{id: "client_tool_" + c.ID, callID: c.ID, tool: t, needsApproval: needs})
 		}
 	}
 	return append(approvals, clients...)

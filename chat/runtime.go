@@ -127,6 +127,7 @@ func (s sandboxRuntime) EmitFileDiff(path, diff string) {
 func (r *run) provideRuntime() {
 	r.caps[SandboxRuntimeCapability] = SandboxRuntime(sandboxRuntime{r})
 	r.caps[RunDisconnectCapability] = r.disconnect
+	r.caps[ToolRunnerCapability] = ToolRunner(toolRunner{r})
 }
 
 // enqueue adds a chunk made on another goroutine; the run goroutine pipes

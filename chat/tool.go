@@ -24,8 +24,12 @@ type Tool struct {
 	// value, a string, or []agui.ContentPart for multimodal output.
 	Execute func(ctx context.Context, args json.RawMessage) (any, error)
 	// NeedsApproval pauses the run for a human decision before Execute.
-	NeedsApproval  bool
-	ApprovalSchema json.RawMessage
+	NeedsApproval bool
+	// NeedsApprovalFor, when set, decides per call from its arguments
+	// whether the call pauses for approval (a command policy, say); a call
+	// needs approval when NeedsApproval is set or NeedsApprovalFor says so.
+	NeedsApprovalFor func(args json.RawMessage) bool
+	ApprovalSchema   json.RawMessage
 	// Lazy tools are withheld from the model until discovered.
 	Lazy     bool
 	Metadata map[string]any
@@ -56,6 +60,23 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		return fn(ctx, v)
 	}
 	return t
+}
+
+// approvalNeeded reports whether a call with these arguments (the raw
+// JSON the model sent) pauses for approval.
+func (t *Tool) approvalNeeded(args string) bool {
+	if t.NeedsApproval {
+		return true
+	}
+	if t.NeedsApprovalFor == nil {
+		return false
+	}
+	args = strings.TrimSpace(args)
+	if args == "" {
+		args = "{}"
+	}
+	input, ok := parseArgs(args)
+	return ok && t.NeedsApprovalFor(input)
 }
 
 // NewClientTool declares a tool the client executes. The run pauses with an

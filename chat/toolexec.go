@@ -330,7 +330,7 @@ func (r *run) executeToolCalls(calls []agui.ToolCall) (execResult, error) {
 	pendingApproval := false
 	for _, tc := range calls {
 		t := byName[tc.Function.Name]
-		if t != nil && t.NeedsApproval && !r.hasApproval(tc.ID) && !r.cancelledIDs[tc.ID] {
+		if t != nil && t.approvalNeeded(tc.Function.Arguments) && !r.hasApproval(tc.ID) && !r.cancelledIDs[tc.ID] {
 			pendingApproval = true
 		}
 	}
@@ -342,8 +342,9 @@ func (r *run) executeToolCalls(calls []agui.ToolCall) (execResult, error) {
 			continue
 		}
 		if pendingApproval {
-			pendingHere := t.NeedsApproval && !r.hasApproval(tc.ID)
-			plainClient := !t.NeedsApproval && t.Execute == nil
+			needs := t.approvalNeeded(tc.Function.Arguments)
+			pendingHere := needs && !r.hasApproval(tc.ID)
+			plainClient := !needs && t.Execute == nil
 			if !pendingHere && !plainClient {
 				continue
 			}
@@ -365,7 +366,7 @@ func (r *run) executeToolCalls(calls []agui.ToolCall) (execResult, error) {
 			out.results = append(out.results, errResult(tc.ID, name, input, fmt.Sprintf("Input validation failed for tool %s: %v", name, err)))
 			continue
 		}
-		if t.NeedsApproval {
+		if t.approvalNeeded(tc.Function.Arguments) {
 			d, decided := r.approval(tc.ID)
 			if !decided {
 				out.needsApproval = append(out.needsApproval, PendingApproval{ToolCallID: tc.ID, ToolName: name, Input: input, ApprovalID: "approval_" + tc.ID})

@@ -40,7 +40,7 @@ for setup in scripts/setup-*.sh; do
 done
 
 log "npm ci (pinned reference and client packages)"
-for dir in conformance/reference harness/testdata/agents; do
+for dir in conformance/reference harness/testdata/agents mcp/testdata/npm; do
   if [ -f "$dir/package-lock.json" ]; then
     stamp="$dir/node_modules/.goai-lock"
     if [ ! -f "$stamp" ] || ! cmp -s "$dir/package-lock.json" "$stamp"; then

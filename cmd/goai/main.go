@@ -28,6 +28,7 @@ commands:
   serve   run the chat server with the web UI
   run     run one scenario and write its wire bytes to stdout
   watch   watch a directory and print file events as JSON lines
+  mcp serve  serve a sandbox's workspace tools over MCP (stdio or Streamable HTTP)
   mock-provider  serve a scenario in a provider's wire format (openai-responses,
           openai-chat, anthropic, gemini, ollama) for offline testing
 `
@@ -44,6 +45,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "watch":
 		return watch(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCommand(ctx, args[1:], stdout, stderr)
 	case "mock-provider":
 		return mockprovider.Main(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":

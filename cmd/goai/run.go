@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
@@ -21,6 +22,7 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	path := fs.String("scenario", "", "scenario file (JSON)")
 	format := fs.String("format", "sse", "wire format: sse or ndjson")
 	wire := fs.String("wire", "agui", "wire profile: agui or tanstack")
+	mcpServers := addMCPFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -44,6 +46,13 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "goai run:", err)
 		return 2
 	}
+	mcpt, err := openMCP(ctx, *mcpServers, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		fmt.Fprintln(stderr, "goai run:", err)
+		return 2
+	}
+	defer mcpt.close()
+	opts.Tools = append(opts.Tools, mcpt.tools()...)
 	bw := bufio.NewWriterSize(stdout, 64<<10)
 	w := agui.NewWriter(bw, agui.WriterOptions{Format: f, Profile: p, ThreadID: sc.ThreadID, RunID: sc.RunID})
 	if _, werr := server.WriteRun(w, chat.Stream(ctx, opts)); werr != nil {

@@ -28,6 +28,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	model := fs.String("model", envOr("GOAI_MODEL", defaultModel(os.Getenv)), "model: provider:model (openai, openai-chat, anthropic, gemini, ollama, openaicompat), scripted:FILE, or demo")
 	wire := fs.String("wire", envOr("GOAI_WIRE", "agui"), "wire profile: agui or tanstack")
 	storeURL := fs.String("store", envOr("GOAI_STORE", "sqlite:.goai/goai.db"), "run store: sqlite:PATH, postgres://..., or none")
+	agentCfg := addAgentFlags(fs)
+	mcpServers := addMCPFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -42,6 +44,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2
 	}
+	ag, err := openAgent(ctx, agentCfg, dataDirOf(*storeURL), logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
+	build = ag.wrap(build)
+	mcpt, err := openMCP(ctx, *mcpServers, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
+	defer mcpt.close()
+	build = mcpt.wrap(build)
 	store, closeStore, err := openStore(ctx, *storeURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "goai serve:", err)
@@ -59,6 +74,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mux.Handle("/api/chat", chatHandler)
 	mux.Handle("/api/chat/cancel", chatHandler)
 	mux.Handle("/", http.FileServerFS(web.FS))
+	agentRoutes(mux, ag, serverInfo{Model: desc, Wire: string(profile), Store: redactURL(*storeURL), Sandbox: ag.kindName(), Demo: desc == "offline demo"})
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -66,7 +82,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "goai serving on http://%s (model: %s, wire: %s, store: %s)\n", ln.Addr(), desc, profile, redactURL(*storeURL))
+	fmt.Fprintf(stdout, "goai serving on http://%s (model: %s, wire: %s, store: %s, sandbox: %s)\n", ln.Addr(), desc, profile, redactURL(*storeURL), ag.describe())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
