@@ -34,6 +34,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/mcp/mcpserver"
 	"github.com/goai-sdk/goai/sandbox"
 )
 
@@ -99,12 +100,6 @@ type BridgeEndpoint struct {
 	Token string
 }
 
-// Bridge serves a run's host tools to the agent for the duration of one
-// invocation. The mcp package provides one.
-type Bridge interface {
-	Open(ctx context.Context, req *chat.Request) (*BridgeEndpoint, func(), error)
-}
-
 // Options configures an Adapter.
 type Options struct {
 	// Env is passed to the CLI (API keys, base URLs). It is never logged.
@@ -112,8 +107,16 @@ type Options struct {
 	// Dir is the working directory inside the sandbox; default the
 	// workspace root.
 	Dir string
-	// Bridge, when set and the request has tools, exposes them to the agent.
-	Bridge Bridge
+	// NoBridge turns the tool bridge off. Otherwise, when the run has
+	// server tools, they are served to the agent as the MCP server
+	// "tanstack" for the invocation (see mcpserver.StartBridge), and calls
+	// run through the engine's tool path (chat.ToolRunnerCapability).
+	NoBridge bool
+	// BridgeHost is the host name the agent reaches the bridge at:
+	// "127.0.0.1" (the default) for a sandbox that shares the host's
+	// loopback; set it (e.g. "host.docker.internal") for a sandbox with its
+	// own network, which also makes the bridge listen on every interface.
+	BridgeHost string
 	// Journal redirects the CLI's output into a journal file inside the
 	// sandbox (JournalDir) instead of a pipe, so the agent survives the host.
 	Journal bool
@@ -223,8 +226,8 @@ func (r *invocationRun) stream(ctx context.Context, yield func(agui.Event, error
 	}
 	base := sandbox.Baseline(ctx, r.h, dir, r.log)
 	inv := &Invocation{Model: r.a.model, Prompt: Prompt(r.req), Dir: dir, RunID: runID, Env: r.a.opts.Env}
-	if r.a.opts.Bridge != nil && len(r.req.Tools) > 0 {
-		ep, closeBridge, err := r.a.opts.Bridge.Open(ctx, r.req)
+	if !r.a.opts.NoBridge && len(r.req.Tools) > 0 {
+		ep, closeBridge, err := r.openBridge()
 		if err != nil {
 			yield(agui.Event{}, fmt.Errorf("harness: open the tool bridge: %w", err))
 			return
@@ -382,6 +385,25 @@ func (r *invocationRun) runPiped(ctx context.Context, dir string, l *Launch, dec
 		return &ExitError{Harness: r.a.agent.Name(), Code: code, Stderr: strings.TrimSpace(stderr.String())}
 	}
 	return nil
+}
+
+// openBridge serves the run's tools to the agent over MCP.
+func (r *invocationRun) openBridge() (*BridgeEndpoint, func(), error) {
+	runner, err := chat.ToolRunnerCapability.Get(r.req.Capabilities)
+	if err != nil {
+		return nil, nil, err
+	}
+	host := r.a.opts.BridgeHost
+	b, err := mcpserver.StartBridge(r.req.Tools, mcpserver.BridgeOptions{
+		Call:           runner.RunTool,
+		Remote:         host != "" && host != "127.0.0.1" && host != "localhost",
+		HostForSandbox: host,
+		Logger:         r.log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &BridgeEndpoint{URL: b.URL, Token: b.Token()}, func() { _ = b.Close() }, nil
 }
 
 func (r *invocationRun) writeFiles(ctx context.Context, dir string, files map[string]string) error {

@@ -80,7 +80,7 @@ func toolCall(id, name string, index int, args any) string {
 		id, name, index, id, delta, id)
 }
 
-func runAgent(t *testing.T, adapter chat.Adapter, dir string) ([]agui.Event, error) {
+func runAgent(t *testing.T, adapter chat.Adapter, dir string, tools ...*chat.Tool) ([]agui.Event, error) {
 	t.Helper()
 	keep := false
 	sb, err := sandbox.Define(sandbox.Definition{
@@ -98,6 +98,7 @@ func runAgent(t *testing.T, adapter chat.Adapter, dir string) ([]agui.Event, err
 		ThreadID:   "thread-1",
 		RunID:      "run-1",
 		Messages:   []agui.ModelMessage{{Role: agui.RoleUser, Content: agui.Text("Create hello.txt, then change it.")}},
+		Tools:      tools,
 		Middleware: []*chat.Middleware{sandbox.WithSandbox(sb, sandbox.Options{})},
 	}) {
 		if err != nil {
@@ -215,7 +216,9 @@ func TestClaudeCodeEditsFilesInSandbox(t *testing.T) {
 	path := filepath.Join(dir, "hello.txt")
 	write := toolCall("toolu_w", "Write", 1, map[string]any{"file_path": path, "content": "hi\n"})
 	edit := toolCall("toolu_e", "Edit", 0, map[string]any{"file_path": path, "old_string": "hi", "new_string": "hello, world"})
+	add := toolCall("toolu_a", "mcp__tanstack__add", 0, map[string]any{"a": 2, "b": 3})
 	turns := `[
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + add + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
  [{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"},{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Creating it."},{"type":"TEXT_MESSAGE_END","messageId":"m1"},
   ` + write + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
  [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + edit + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
@@ -228,11 +231,32 @@ func TestClaudeCodeEditsFilesInSandbox(t *testing.T) {
 		"ANTHROPIC_API_KEY":  "dummy-key",
 		"HOME":               home,
 	}})
-	evs, err := runAgent(t, adapter, dir)
+	// A host tool the agent reaches through the bridge: it runs here, once,
+	// through the engine's tool path.
+	var calls atomic.Int32
+	hostAdd := chat.NewTool("add", "Add two numbers", func(ctx context.Context, in struct {
+		A float64 `json:"a"`
+		B float64 `json:"b"`
+	}) (float64, error) {
+		calls.Add(1)
+		return in.A + in.B, nil
+	})
+	evs, err := runAgent(t, adapter, dir, hostAdd)
 	if err != nil {
 		t.Fatalf("run failed: %v\n%s", err, eventTypes(evs))
 	}
-	checkAgentRun(t, "claude-code", evs, dir, []string{"Write", "Edit"})
+	checkAgentRun(t, "claude-code", evs, dir, []string{"add", "Write", "Edit"})
+	if n := calls.Load(); n != 1 {
+		t.Errorf("host tool ran %d times, want 1", n)
+	}
+	for _, ev := range evs {
+		if ev.Type == agui.ToolCallResult && ev.ToolCallID == "toolu_a" && strings.TrimSpace(ev.Content) != "5" {
+			t.Errorf("bridged result %q, want 5", ev.Content)
+		}
+		if ev.Type == agui.ToolCallStart && ev.ToolCallID == "toolu_a" && ev.Metadata["sandboxObserved"] != nil {
+			t.Errorf("bridged call marked as the agent's own: %+v", ev.Metadata)
+		}
+	}
 }
 
 func TestCodexEditsFilesInSandbox(t *testing.T) {
