@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/goai-sdk/goai/workspace"
 )
 
 // ClaudeCode runs Anthropic's Claude Code CLI (`claude -p --output-format
@@ -18,6 +20,22 @@ type ClaudeCode struct {
 	PermissionMode string
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
+	// Policy, when set, decides the agent's shell commands: its allow
+	// patterns become allowed Bash rules, its deny and ask patterns
+	// disallowed ones, and a command no rule allows is refused (the CLI
+	// runs in "dontAsk" mode: nobody is there to answer). Patterns Claude
+	// Code cannot express (a `*` anywhere but at the end) are skipped;
+	// Skipped reports them.
+	Policy *workspace.Policy
+}
+
+// Skipped lists the policy patterns Claude Code cannot express.
+func (c ClaudeCode) Skipped() []string {
+	if c.Policy == nil {
+		return nil
+	}
+	_, _, skipped := claudeRules(c.Policy)
+	return skipped
 }
 
 // Name is "claude-code".
@@ -33,6 +51,9 @@ func (c ClaudeCode) Launch(inv *Invocation) (*Launch, error) {
 	mode := c.PermissionMode
 	if mode == "" {
 		mode = "bypassPermissions"
+		if c.Policy != nil {
+			mode = "dontAsk"
+		}
 	}
 	args := []string{shellQuote(bin), "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
 		"--permission-mode", shellQuote(mode)}
@@ -61,6 +82,15 @@ func (c ClaudeCode) Launch(inv *Invocation) (*Launch, error) {
 		name := ".goai-mcp-bridge-" + EncodeRunID(inv.RunID) + ".json"
 		l.Files = map[string]string{name: string(cfg)}
 		args = append(args, "--mcp-config", shellQuote(name), "--strict-mcp-config")
+	}
+	if c.Policy != nil {
+		allow, deny, _ := claudeRules(c.Policy)
+		// File edits stay allowed: the sandbox and its file events watch them.
+		allow = append(allow, "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "LS", "mcp__tanstack")
+		args = append(args, "--allowedTools", shellQuote(strings.Join(allow, ",")))
+		if len(deny) > 0 {
+			args = append(args, "--disallowedTools", shellQuote(strings.Join(deny, ",")))
+		}
 	}
 	for _, a := range c.ExtraArgs {
 		args = append(args, shellQuote(a))

@@ -2,11 +2,13 @@ package harness
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/workspace"
 )
 
 // decodeFile runs a recorded CLI output through a decoder.
@@ -188,4 +190,30 @@ func FuzzDecoders(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestPolicyMapping(t *testing.T) {
+	p, err := workspace.ParsePolicy([]byte(`{"commands":{"allow":["go test *","ls"],"ask":["git push *"],"deny":["rm *","a*b"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, deny, skipped := claudeRules(p)
+	if strings.Join(allow, ",") != "Bash(go test:*),Bash(ls)" || strings.Join(deny, ",") != "Bash(rm:*),Bash(git push:*)" || strings.Join(skipped, ",") != "a*b" {
+		t.Errorf("rules allow=%v deny=%v skipped=%v", allow, deny, skipped)
+	}
+	permit := PolicyPermit(p)
+	for _, tc := range []struct {
+		in   any
+		want bool
+	}{
+		{map[string]any{"command": "go test ./..."}, true},
+		{map[string]any{"command": "rm -rf /"}, false},
+		{map[string]any{"command": "git push origin"}, false},
+		{map[string]any{"command": []any{"ls"}}, true},
+		{map[string]any{"path": "x"}, true},
+	} {
+		if got := permit(context.Background(), "t", tc.in); got != tc.want {
+			t.Errorf("permit(%v) = %v", tc.in, got)
+		}
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/goai-sdk/goai/provider/scripted"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/local"
+	"github.com/goai-sdk/goai/workspace"
 )
 
 // agentBinary finds a CLI installed by scripts/test.sh into
@@ -476,3 +477,44 @@ func mockModelWithHelper(t *testing.T, turns string) string {
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// The workspace policy holds for Claude Code's own commands: an allowed
+// command runs, a denied one is refused and changes nothing.
+func TestClaudeCodeFollowsThePolicy(t *testing.T) {
+	bin := agentBinary(t, "claude")
+	dir := gitRepo(t)
+	allowed := toolCall("toolu_ok", "Bash", 0, map[string]any{"command": "echo allowed-ran"})
+	denied := toolCall("toolu_no", "Bash", 0, map[string]any{"command": "rm -f README.md"})
+	turns := `[
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + allowed + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + denied + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"type":"TEXT_MESSAGE_START","messageId":"m3","role":"assistant"},{"type":"TEXT_MESSAGE_CONTENT","messageId":"m3","delta":"Done."},{"type":"TEXT_MESSAGE_END","messageId":"m3"},{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"stop"}]
+]`
+	base := mockModel(t, "anthropic", turns)
+	policy, err := workspace.ParsePolicy([]byte(`{"commands":{"allow":["echo *"],"deny":["rm *"]},"default":"ask"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := harness.New(harness.ClaudeCode{Binary: bin, Policy: policy}, "claude-sonnet-4-5", harness.Options{Env: map[string]string{
+		"ANTHROPIC_BASE_URL": strings.TrimSuffix(base, "/v1"), "ANTHROPIC_API_KEY": "dummy-key", "HOME": t.TempDir(),
+	}})
+	evs, err := runAgent(t, adapter, dir)
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, eventTypes(evs))
+	}
+	results := map[string]agui.Event{}
+	for _, ev := range evs {
+		if ev.Type == agui.ToolCallResult {
+			results[ev.ToolCallID] = ev
+		}
+	}
+	if r := results["toolu_ok"]; !strings.Contains(r.Content, "allowed-ran") {
+		t.Errorf("allowed command result %q", r.Content)
+	}
+	if r := results["toolu_no"]; !strings.Contains(r.Content, "denied") {
+		t.Errorf("denied command result %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
+		t.Errorf("the denied command ran: %v", err)
+	}
+}
