@@ -217,3 +217,45 @@ func TestPolicyMapping(t *testing.T) {
 		}
 	}
 }
+
+// The host's cost per agent event: one stream-json text delta line decoded
+// and turned into its AG-UI chunk.
+func BenchmarkClaudeTextDelta(b *testing.B) {
+	dec := ClaudeCode{}.NewDecoder()
+	var e Emitter
+	for _, l := range []string{
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","content":[]}},"session_id":"s","parent_tool_use_id":null}`,
+		`{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}},"session_id":"s","parent_tool_use_id":null}`,
+	} {
+		if err := dec.Line([]byte(l), &e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	line := []byte(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello, world. "}},"session_id":"03781567-11e0-45e0-b532-262ce990e33d","parent_tool_use_id":null,"uuid":"bfcea84b-74dd-46a7-8825-c0f60ec9e6b4","api_message_id":"msg_1"}`)
+	if err := dec.Line(line, &e); err != nil { // opens the text message
+		b.Fatal(err)
+	}
+	e.take()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := dec.Line(line, &e); err != nil {
+			b.Fatal(err)
+		}
+		if len(e.take()) != 1 {
+			b.Fatal("want one chunk")
+		}
+	}
+}
+
+func BenchmarkCodexItem(b *testing.B) {
+	dec := Codex{}.NewDecoder()
+	var e Emitter
+	line := []byte(`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Hello from codex."}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := dec.Line(line, &e); err != nil {
+			b.Fatal(err)
+		}
+		e.take()
+	}
+}
