@@ -1,0 +1,347 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/sandbox"
+)
+
+// DefaultJournalDir is where journals live inside the sandbox.
+const DefaultJournalDir = "/tmp/goai-runs"
+
+// JournalPollInterval is how often a journal is re-read when the sandbox
+// cannot follow it with a long-running `tail -f`.
+const JournalPollInterval = 250 * time.Millisecond
+
+// A journal is the agent's stdout redirected (never piped, so the host's
+// death cannot SIGPIPE the agent) into <dir>/<encoded run id>.ndjson, with
+// stderr beside it in .err. When the agent exits, the wrapper appends one
+// sentinel line {"__exit":<code>,"__nonce":"<nonce>"}; the nonce is derived
+// from the run id, so any host can recompute and check it. A reader reads
+// from byte 0 up to the sentinel, yields only newline-terminated lines, and
+// deletes both files after the sentinel (never when it stops early).
+
+// JournalNonce is the sentinel nonce of runID: the first 32 hex digits of
+// SHA-256 over a fixed prefix and the run id.
+func JournalNonce(runID string) string {
+	sum := sha256.Sum256([]byte("goai/harness/journal-exit-sentinel/v1:" + runID))
+	return hex.EncodeToString(sum[:])[:32]
+}
+
+// EncodeRunID maps a run id to a file name injectively: [A-Za-z0-9.-] stay,
+// every other byte becomes _hh (lowercase hex); ids over 200 bytes keep 183
+// bytes and a hash suffix.
+func EncodeRunID(runID string) string {
+	var b strings.Builder
+	for i := 0; i < len(runID); i++ {
+		c := runID[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "_%02x", c)
+		}
+	}
+	s := b.String()
+	if s == "." || s == ".." {
+		s = strings.ReplaceAll(s, ".", "_2e")
+	}
+	if len(s) > 200 {
+		sum := sha256.Sum256([]byte(runID))
+		s = s[:183] + "-" + hex.EncodeToString(sum[:])[:16]
+	}
+	return s
+}
+
+// Journal names one run's journal files inside a sandbox.
+type Journal struct {
+	Dir   string
+	RunID string
+}
+
+// Path is the journal file.
+func (j Journal) Path() string { return path.Join(j.Dir, EncodeRunID(j.RunID)+".ndjson") }
+
+// ErrPath is the stderr sidecar.
+func (j Journal) ErrPath() string { return path.Join(j.Dir, EncodeRunID(j.RunID)+".err") }
+
+// Wrap returns cmd wrapped so its output goes to the journal and the
+// sentinel follows its exit. The subshell makes an `exit` inside cmd still
+// reach the sentinel.
+func (j Journal) Wrap(cmd string) string {
+	return "mkdir -p " + sandbox.Quote(j.Dir) + " && { ( " + cmd + " ); printf '{\"__exit\":%d,\"__nonce\":\"" +
+		JournalNonce(j.RunID) + "\"}\\n' \"$?\"; } >> " + sandbox.Quote(j.Path()) + " 2>> " + sandbox.Quote(j.ErrPath())
+}
+
+// sentinel reports whether line is this journal's exit sentinel, and the
+// exit code. The code must be a JSON integer, never coerced.
+func (j Journal) sentinel(line []byte) (int, bool) {
+	if !bytes.HasPrefix(line, []byte(`{"__exit":`)) {
+		return 0, false
+	}
+	var s struct {
+		Exit  json.RawMessage `json:"__exit"`
+		Nonce string          `json:"__nonce"`
+	}
+	if json.Unmarshal(line, &s) != nil || s.Nonce != JournalNonce(j.RunID) {
+		return 0, false
+	}
+	code, err := strconv.Atoi(string(s.Exit))
+	if err != nil {
+		return 0, false
+	}
+	return code, true
+}
+
+// Read reads the journal from byte offset `from` and calls fn with each
+// complete line and the offset just past it, until the sentinel (returned
+// as the exit code) or until ctx ends (ctx's error). It follows the file
+// with `tail -f` when the sandbox can run killable background processes, and
+// polls otherwise. It deletes nothing: call Remove once the outcome is
+// recorded.
+func (j Journal) Read(ctx context.Context, h sandbox.Handle, from int64, fn func(line []byte, end int64) error) (int, error) {
+	var (
+		code int
+		err  error
+	)
+	caps := h.Capabilities()
+	if caps.BackgroundProcesses && caps.KillableProcesses {
+		code, err = j.follow(ctx, h, from, fn)
+	} else {
+		code, err = j.poll(ctx, h, from, fn)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return code, nil
+}
+
+// Remove deletes the journal and its stderr sidecar.
+func (j Journal) Remove(ctx context.Context, h sandbox.Handle) error {
+	_, err := h.Exec(ctx, "rm -f "+sandbox.Quote(j.Path())+" "+sandbox.Quote(j.ErrPath())+" "+sandbox.Quote(j.promptPath())+" "+sandbox.Quote(j.pidPath()), sandbox.ExecOptions{})
+	return err
+}
+
+func (j Journal) promptPath() string { return path.Join(j.Dir, EncodeRunID(j.RunID)+".prompt") }
+
+var errSentinel = errors.New("sentinel")
+
+// lines splits buf into complete lines, calling fn for each, and returns
+// the unconsumed tail. It stops at the sentinel with errSentinel.
+func (j Journal) lines(buf []byte, pos *int64, code *int, fn func([]byte, int64) error) ([]byte, error) {
+	for {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return buf, nil
+		}
+		line := buf[:i]
+		*pos += int64(i + 1)
+		buf = buf[i+1:]
+		if c, ok := j.sentinel(bytes.TrimSpace(line)); ok {
+			*code = c
+			return buf, errSentinel
+		}
+		if err := fn(line, *pos); err != nil {
+			return buf, err
+		}
+	}
+}
+
+func (j Journal) follow(ctx context.Context, h sandbox.Handle, from int64, fn func([]byte, int64) error) (int, error) {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := "mkdir -p " + sandbox.Quote(j.Dir) + "; : >> " + sandbox.Quote(j.Path()) + "; exec tail -c +" + strconv.FormatInt(from+1, 10) + " -f " + sandbox.Quote(j.Path()) + " 2>/dev/null"
+	p, err := h.Spawn(fctx, cmd, sandbox.ExecOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("harness: follow the journal: %w", err)
+	}
+	defer func() {
+		_ = p.Kill(killSignal)
+		_, _ = p.Wait(context.WithoutCancel(ctx))
+	}()
+	pos, code := from, 0
+	var pending []byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, rerr := p.Stdout().Read(buf)
+		if n > 0 {
+			pending = append(pending, buf[:n]...)
+			var lerr error
+			if pending, lerr = j.lines(pending, &pos, &code, fn); lerr != nil {
+				if errors.Is(lerr, errSentinel) {
+					return code, nil
+				}
+				return 0, lerr
+			}
+		}
+		if rerr != nil {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			if rerr == io.EOF {
+				return 0, fmt.Errorf("harness: the journal reader ended before the agent's exit sentinel")
+			}
+			return 0, fmt.Errorf("harness: read the journal: %w", rerr)
+		}
+	}
+}
+
+func (j Journal) poll(ctx context.Context, h sandbox.Handle, from int64, fn func([]byte, int64) error) (int, error) {
+	pos, code := from, 0
+	t := time.NewTicker(JournalPollInterval)
+	defer t.Stop()
+	for {
+		res, err := h.Exec(ctx, "tail -c +"+strconv.FormatInt(pos+1, 10)+" "+sandbox.Quote(j.Path())+" 2>/dev/null | base64", sandbox.ExecOptions{})
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return 0, cerr
+			}
+			return 0, fmt.Errorf("harness: poll the journal: %w", err)
+		}
+		data, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(res.Stdout), ""))
+		if err != nil {
+			return 0, fmt.Errorf("harness: poll the journal: %w", err)
+		}
+		// Only whole lines advance the position; a partial tail is re-read.
+		if _, lerr := j.lines(data, &pos, &code, fn); lerr != nil {
+			if errors.Is(lerr, errSentinel) {
+				return code, nil
+			}
+			return 0, lerr
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// stderrTail reads the last n bytes of the journal's stderr sidecar.
+func (j Journal) stderrTail(ctx context.Context, h sandbox.Handle, n int) string {
+	res, err := h.Exec(ctx, "tail -c "+strconv.Itoa(n)+" "+sandbox.Quote(j.ErrPath())+" 2>/dev/null", sandbox.ExecOptions{})
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(strings.ToValidUTF8(res.Stdout, ""))
+}
+
+// runJournaled starts the agent detached from the host with its output in
+// the journal, then reads the journal until the sentinel. When the run's
+// journal already exists, an earlier host launched the agent: this one
+// attaches (spawns nothing) and reads the journal from its start.
+func (r *invocationRun) runJournaled(ctx context.Context, dir, runID string, l *Launch, dec Decoder, yield func(agui.Event, error) bool) error {
+	j := Journal{Dir: r.a.opts.JournalDir, RunID: runID}
+	attached, err := j.launched(ctx, r.h)
+	if err != nil {
+		return err
+	}
+	if !attached {
+		if err := r.launchJournaled(ctx, dir, j, l); err != nil {
+			return err
+		}
+	} else {
+		r.log.Info("harness: attaching to a running agent's journal", "category", "sandbox", "harness", r.a.agent.Name(), "runId", runID)
+	}
+	err = r.readJournal(ctx, j, dec, yield)
+	if err != nil && errors.Is(context.Cause(ctx), chat.ErrCancelRequested) {
+		// A cancel stops the agent; a host that merely goes away (a
+		// disconnect, a shutdown) leaves it working for a successor.
+		j.kill(context.WithoutCancel(ctx), r.h)
+	}
+	return err
+}
+
+func (r *invocationRun) launchJournaled(ctx context.Context, dir string, j Journal, l *Launch) error {
+	if res, err := r.h.Exec(ctx, "mkdir -p "+sandbox.Quote(j.Dir), sandbox.ExecOptions{}); err != nil || res.ExitCode != 0 {
+		return fmt.Errorf("harness: create the journal directory: %v %s", err, res.Stderr)
+	}
+	cmd := "( " + l.Command + " ) < /dev/null"
+	if l.Stdin != "" {
+		if err := writeShellFile(ctx, r.h, j.promptPath(), l.Stdin); err != nil {
+			return fmt.Errorf("harness: write the prompt file: %w", err)
+		}
+		cmd = "( " + l.Command + " ) < " + sandbox.Quote(j.promptPath())
+	}
+	// setsid: the agent leads its own process group and session, so
+	// nothing that ends the host's commands ends it. Its pid is recorded for
+	// a cancel.
+	start := "setsid sh -c " + sandbox.Quote(j.Wrap(cmd)) + " < /dev/null > /dev/null 2>&1 & echo $! > " + sandbox.Quote(j.pidPath())
+	res, err := r.h.Exec(ctx, start, sandbox.ExecOptions{Dir: dir, Env: l.Env})
+	if err != nil {
+		return fmt.Errorf("harness: start %s: %w", r.a.agent.Name(), err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("harness: start %s: exit %d: %s", r.a.agent.Name(), res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
+	return nil
+}
+
+// writeShellFile writes content to an absolute path through the sandbox's
+// shell (the journal directory lies outside the workspace the FS API
+// serves), in base64 pieces that stay well under argv limits.
+func writeShellFile(ctx context.Context, h sandbox.Handle, name, content string) error {
+	enc := base64.StdEncoding.EncodeToString([]byte(content))
+	op := ">"
+	for first := true; first || enc != ""; first = false {
+		n := min(len(enc), 64<<10)
+		res, err := h.Exec(ctx, "umask 077 && printf %s "+sandbox.Quote(enc[:n])+" | base64 -d "+op+" "+sandbox.Quote(name), sandbox.ExecOptions{})
+		if err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
+		}
+		enc, op = enc[n:], ">>"
+	}
+	return nil
+}
+
+func (j Journal) pidPath() string { return path.Join(j.Dir, EncodeRunID(j.RunID)+".pid") }
+
+// launched reports whether an agent was already started for this run.
+func (j Journal) launched(ctx context.Context, h sandbox.Handle) (bool, error) {
+	res, err := h.Exec(ctx, "test -e "+sandbox.Quote(j.pidPath())+" || test -e "+sandbox.Quote(j.Path()), sandbox.ExecOptions{})
+	if err != nil {
+		return false, fmt.Errorf("harness: look for the run's journal: %w", err)
+	}
+	return res.ExitCode == 0, nil
+}
+
+// kill stops the agent's process group.
+func (j Journal) kill(ctx context.Context, h sandbox.Handle) {
+	_, _ = h.Exec(ctx, "pid=$(cat "+sandbox.Quote(j.pidPath())+" 2>/dev/null) && [ -n \"$pid\" ] && kill -9 -- -\"$pid\" 2>/dev/null; true", sandbox.ExecOptions{})
+}
+
+// readJournal translates a journal from its start until the sentinel.
+func (r *invocationRun) readJournal(ctx context.Context, j Journal, dec Decoder, yield func(agui.Event, error) bool) error {
+	code, err := j.Read(ctx, r.h, 0, func(line []byte, _ int64) error {
+		return r.line(line, dec, yield)
+	})
+	if err != nil {
+		return err
+	}
+	bg := context.WithoutCancel(ctx)
+	var exitErr error
+	if code != 0 {
+		exitErr = &ExitError{Harness: r.a.agent.Name(), Code: code, Stderr: j.stderrTail(bg, r.h, r.a.opts.StderrTail)}
+	}
+	if err := j.Remove(bg, r.h); err != nil {
+		r.log.Warn("harness: remove the journal", "category", "errors", "err", err)
+	}
+	return exitErr
+}
