@@ -120,7 +120,11 @@ type Options struct {
 	// Journal redirects the CLI's output into a journal file inside the
 	// sandbox (JournalDir) instead of a pipe, so the agent survives the host.
 	Journal bool
-	// JournalDir is the journal directory; default DefaultJournalDir.
+	// JournalDir is the journal directory inside the sandbox, relative to
+	// the working directory unless absolute; default DefaultJournalDir. A
+	// sandbox whose /tmp is private to each command (bubblewrap) needs one
+	// in the workspace, e.g. ".git/goai-runs" (outside git's and the
+	// watcher's view).
 	JournalDir string
 	// StderrTail bounds how much of the CLI's stderr a failure reports;
 	// default 1000 bytes.

@@ -245,7 +245,11 @@ func (j Journal) stderrTail(ctx context.Context, h sandbox.Handle, n int) string
 // journal already exists, an earlier host launched the agent: this one
 // attaches (spawns nothing) and reads the journal from its start.
 func (r *invocationRun) runJournaled(ctx context.Context, dir, runID string, l *Launch, dec Decoder, yield func(agui.Event, error) bool) error {
-	j := Journal{Dir: r.a.opts.JournalDir, RunID: runID}
+	jdir := r.a.opts.JournalDir
+	if !strings.HasPrefix(jdir, "/") {
+		jdir = joinPath(dir, jdir)
+	}
+	j := Journal{Dir: jdir, RunID: runID}
 	attached, err := j.launched(ctx, r.h)
 	if err != nil {
 		return err
@@ -277,17 +281,26 @@ func (r *invocationRun) launchJournaled(ctx context.Context, dir string, j Journ
 		}
 		cmd = "( " + l.Command + " ) < " + sandbox.Quote(j.promptPath())
 	}
-	// setsid: the agent leads its own process group and session, so
-	// nothing that ends the host's commands ends it. Its pid is recorded for
-	// a cancel.
-	start := "setsid sh -c " + sandbox.Quote(j.Wrap(cmd)) + " < /dev/null > /dev/null 2>&1 & echo $! > " + sandbox.Quote(j.pidPath())
-	res, err := r.h.Exec(ctx, start, sandbox.ExecOptions{Dir: dir, Env: l.Env})
+	// The agent runs in its own session (setsid), so a host that dies takes
+	// only the waiting shell with it where the sandbox lets processes
+	// outlive their caller (local processes, containers); the waiting shell
+	// keeps sandboxes that end with their command (bubblewrap) alive while
+	// the host lives. The pid is recorded for a cancel.
+	start := "setsid sh -c " + sandbox.Quote(j.Wrap(cmd)) + " < /dev/null > /dev/null 2>&1 & echo $! > " + sandbox.Quote(j.pidPath()) + "; wait"
+	p, err := r.h.Spawn(context.WithoutCancel(ctx), start, sandbox.ExecOptions{Dir: dir, Env: l.Env})
 	if err != nil {
 		return fmt.Errorf("harness: start %s: %w", r.a.agent.Name(), err)
 	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("harness: start %s: exit %d: %s", r.a.agent.Name(), res.ExitCode, strings.TrimSpace(res.Stderr))
+	if in := p.Stdin(); in != nil {
+		_ = in.Close()
 	}
+	// The launcher lives as long as the agent, not as long as this run:
+	// reap it when it ends.
+	go func() {
+		_, _ = io.Copy(io.Discard, p.Stdout())
+		_, _ = io.Copy(io.Discard, p.Stderr())
+		_, _ = p.Wait(context.Background())
+	}()
 	return nil
 }
 

@@ -44,7 +44,9 @@ missing is a startup error. Stop it with Ctrl-C: runs in flight get a grace
 period to finish into their logs.`,
 			env: []envVar{
 				{"GOAI_ADDR", "listen address (--addr; default 127.0.0.1:8080)"},
-				{"GOAI_MODEL", "provider:model with provider openai, openai-chat, anthropic, gemini,\nollama or openaicompat; scripted:FILE; or demo (--model; default: the\nfirst provider whose key is set, else the offline demo)"},
+				{"GOAI_MODEL", "provider:model with provider openai, openai-chat, anthropic, gemini,\nollama or openaicompat; scripted:FILE; demo; or a coding agent run in\nthe sandbox: claude-code:MODEL, codex:MODEL, acp:COMMAND (--model; default:\nthe first provider whose key is set, else the offline demo)"},
+				{"GOAI_CLAUDE_BIN", "the Claude Code CLI for claude-code:MODEL (default claude)"},
+				{"GOAI_CODEX_BIN", "the Codex CLI for codex:MODEL (default codex)"},
 				{"OPENAI_API_KEY", "key for openai, openai-chat (and openaicompat when the server needs one)"},
 				{"ANTHROPIC_API_KEY", "key for anthropic"},
 				{"GEMINI_API_KEY", "key for gemini (GOOGLE_API_KEY is accepted too)"},

@@ -65,6 +65,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2
 	}
+	ag.allowNetwork(*model)
 	build = ag.wrap(build)
 	mcpt, err := openMCP(ctx, *mcpServers, logger)
 	if err != nil {
@@ -201,6 +202,14 @@ func modelOptions(model string) (func(*server.Request) (chat.Options, error), st
 			opts.Messages = nil
 			return opts, nil
 		}, "scripted " + sc.Name, nil
+	}
+	if h, desc, ok, err := harnessModel(model, os.Getenv); ok {
+		if err != nil {
+			return nil, "", err
+		}
+		return func(*server.Request) (chat.Options, error) {
+			return chat.Options{Adapter: h}, nil
+		}, desc, nil
 	}
 	adapter, err := fromenv.Adapter(model, os.Getenv, nil)
 	if err != nil {

@@ -58,6 +58,7 @@ type agent struct {
 	newProv func(dir string) (sandbox.Provider, error)
 	image   string // the docker image (kind "docker")
 	logger  *slog.Logger
+	network bool // bubblewrapped commands may use the host network (a coding agent reaching its model)
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox.Sandbox // by workspace directory
@@ -111,7 +112,7 @@ func openAgent(ctx context.Context, f *agentFlags, dataDir string, logger *slog.
 			iso = local.IsolationBubblewrap
 		}
 		a.newProv = func(dir string) (sandbox.Provider, error) {
-			return local.New(local.Options{Dir: dir, RemoveOnDestroy: &keep, Isolation: iso, ScrubEnv: secretEnv(), Logger: logger}), nil
+			return local.New(local.Options{Dir: dir, RemoveOnDestroy: &keep, Isolation: iso, ScrubEnv: secretEnv(), Network: a.network, Logger: logger}), nil
 		}
 	case "docker":
 		image := *f.image
@@ -210,7 +211,7 @@ func (a *agent) wrap(build func(*server.Request) (chat.Options, error)) func(*se
 			have[t.Name] = true
 		}
 		for _, t := range a.tools {
-			if !have[t.Name] {
+			if !have[t.Name] && !isHarness(opts) {
 				opts.Tools = append(opts.Tools, t)
 			}
 		}

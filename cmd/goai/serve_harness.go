@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/harness"
+)
+
+// harnessJournalDir keeps agent journals inside the workspace's .git
+// directory: out of git's and the watcher's view, and visible to every
+// command of the sandbox (bubblewrap gives each command its own /tmp).
+const harnessJournalDir = ".git/goai-runs"
+
+// harnessModel resolves the coding-agent models of GOAI_MODEL:
+// claude-code:MODEL, codex:MODEL and acp:COMMAND. ok is false for any
+// other model. The agent runs in the thread's sandbox, which must let it
+// reach its model API; its keys and base URLs come from the environment.
+func harnessModel(model string, getenv func(string) string) (a *harness.Adapter, desc string, ok bool, err error) {
+	kind, arg, found := strings.Cut(model, ":")
+	if !found {
+		return nil, "", false, nil
+	}
+	pass := func(keys ...string) map[string]string {
+		env := map[string]string{}
+		for _, k := range keys {
+			if v := getenv(k); v != "" {
+				env[k] = v
+			}
+		}
+		return env
+	}
+	opts := harness.Options{Journal: true, JournalDir: harnessJournalDir}
+	switch kind {
+	case "claude-code":
+		opts.Env = pass("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
+		return harness.New(harness.ClaudeCode{Binary: envOr("GOAI_CLAUDE_BIN", "claude")}, arg, opts), "Claude Code " + arg, true, nil
+	case "codex":
+		opts.Env = pass("OPENAI_API_KEY", "OPENAI_BASE_URL")
+		return harness.New(harness.Codex{Binary: envOr("GOAI_CODEX_BIN", "codex")}, arg, opts), "Codex " + arg, true, nil
+	case "acp":
+		if strings.TrimSpace(arg) == "" {
+			return nil, "", true, fmt.Errorf("acp: needs the command that starts the agent (acp:COMMAND)")
+		}
+		opts.Env = pass("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY")
+		opts.Journal = false // a conversation over stdin cannot be journaled
+		return harness.New(harness.ACP{Command: arg}, "", opts), "ACP agent " + arg, true, nil
+	}
+	return nil, "", false, nil
+}
+
+// isHarness reports whether opts run a coding agent, which brings its own
+// tools: the workspace tools are not offered to it.
+func isHarness(opts chat.Options) bool {
+	_, ok := opts.Adapter.(*harness.Adapter)
+	return ok
+}
+
+// allowNetwork lets the sandbox's commands reach the network when the model
+// is a coding agent, which calls its model API from inside the sandbox.
+func (a *agent) allowNetwork(model string) {
+	if a == nil {
+		return
+	}
+	if _, _, ok, _ := harnessModel(model, func(string) string { return "" }); ok {
+		a.network = true
+	}
+}
