@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -59,9 +60,14 @@ type Options struct {
 type RunError struct {
 	Message string
 	Code    string
+	// Err is the failure behind an engine-made RunError (a *PanicError
+	// for CodeInternal), nil for one the model reported.
+	Err error
 }
 
 func (e *RunError) Error() string { return e.Message }
+
+func (e *RunError) Unwrap() error { return e.Err }
 
 // HookError is a middleware hook that failed or panicked.
 type HookError struct {
@@ -153,11 +159,11 @@ func validateCapabilities(opts *Options) error {
 // early aborts the run (OnAbort fires).
 func Stream(ctx context.Context, opts Options) iter.Seq2[agui.Event, error] {
 	return func(yield func(agui.Event, error) bool) {
-		if err := Check(&opts); err != nil {
+		r, err := start(ctx, &opts, yield)
+		if err != nil {
 			yield(agui.Event{}, err)
 			return
 		}
-		r := newRun(ctx, &opts, yield)
 		defer r.cancel(nil)
 		r.execute()
 	}
@@ -181,6 +187,22 @@ func Text(ctx context.Context, opts Options) (string, error) {
 	return b.String(), nil
 }
 
+// start checks the options and builds the run; a panic in the adapter's or
+// a middleware's methods called meanwhile is an internal failure.
+func start(ctx context.Context, opts *Options, yield func(agui.Event, error) bool) (r *run, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pe := &PanicError{Source: "chat setup", Value: p, Stack: debug.Stack()}
+			NewLogger(opts.Debug).Log(CatErrors, "chat setup panicked: "+fmt.Sprint(p), slog.String("stack", string(pe.Stack)))
+			r, err = nil, internalError(pe)
+		}
+	}()
+	if err := Check(opts); err != nil {
+		return nil, err
+	}
+	return newRun(ctx, opts, yield), nil
+}
+
 type cyclePhase uint8
 
 const (
@@ -193,6 +215,9 @@ type run struct {
 	opts    *Options
 	yield   func(agui.Event, error) bool
 	stopped bool // the consumer stopped iterating
+	// yielding is set while the consumer's loop body runs; a panic seen
+	// with it set is the consumer's own and is never recovered.
+	yielding bool
 
 	callerCtx context.Context
 	runCtx    context.Context
@@ -392,7 +417,10 @@ func (r *run) emit(ev agui.Event) {
 	if r.log.Enabled(CatOutput) {
 		r.log.Log(CatOutput, "type="+string(ev.Type))
 	}
-	if !r.yield(ev, nil) {
+	r.yielding = true
+	ok := r.yield(ev, nil)
+	r.yielding = false
+	if !ok {
 		r.stopped = true
 		r.cancel(errConsumerGone)
 		return
@@ -405,7 +433,7 @@ func now() int64 { return time.Now().UnixMilli() }
 // execute is the run algorithm (core.md §1.2).
 func (r *run) execute() {
 	r.log.Log(CatAgentLoop, "run started", slog.String("threadId", r.threadID))
-	err := r.body()
+	err := r.guardedBody()
 	var rerr *ResumeError
 	if errors.As(err, &rerr) && !r.terminalHookCalled {
 		// A rejected resume: onError, then one RUN_ERROR; nothing ran.
@@ -415,7 +443,7 @@ func (r *run) execute() {
 		r.emit(r.resumeErrorEvent(rerr))
 		err = nil
 	}
-	if err != nil && !r.terminalHookCalled && r.cancelled() {
+	if err != nil && !r.terminalHookCalled && r.cancelled() && !isPanic(err) {
 		// A hook that failed because the run was cancelled under it (a
 		// client gone during a slow setup) is an abort, not an error.
 		r.terminalHookCalled = true
@@ -447,7 +475,7 @@ func (r *run) execute() {
 	case err != nil:
 		var ae *abortError
 		if !errors.As(err, &ae) {
-			r.yield(agui.Event{}, err)
+			r.yield(agui.Event{}, internalError(err))
 		}
 	}
 }
@@ -491,7 +519,11 @@ func (r *run) finish() {
 	var wg sync.WaitGroup
 	for _, fn := range fns {
 		wg.Go(func() {
-			defer func() { _ = recover() }()
+			defer func() {
+				if p := recover(); p != nil {
+					r.recovered("deferred work", p) // isolated, like its errors
+				}
+			}()
 			_ = fn(ctx)
 		})
 	}
@@ -649,7 +681,10 @@ func (r *run) shouldContinue() (bool, error) {
 	if strategy == nil {
 		strategy = MaxIterations(5)
 	}
-	ok := strategy(st)
+	var ok bool
+	if err := r.guard("agent loop strategy", func() { ok = strategy(st) }); err != nil {
+		return false, err
+	}
 	mwOK := true
 	for _, m := range r.mws {
 		if m.OnShouldContinue == nil {
@@ -679,7 +714,8 @@ func (r *run) streamModelTurn() error {
 		r.log.Log(CatRequest, fmt.Sprintf("activity=chat provider=%s model=%s messages=%d tools=%d stream=true",
 			r.mctx.Provider, r.mctx.Model, len(r.messages), len(r.tools)))
 	}
-	for raw, err := range r.opts.Adapter.ChatStream(r.runCtx, req) {
+	stream := r.guardStream(r.adapterLabel(), func() iter.Seq2[agui.Event, error] { return r.opts.Adapter.ChatStream(r.runCtx, req) })
+	for raw, err := range stream {
 		if err != nil {
 			if r.cancelled() {
 				return nil

@@ -486,7 +486,8 @@ func TestCheck37To39TerminalHookFailuresAndDefer(t *testing.T) {
 	f2 := &chat.Middleware{Name: "f2", OnFinish: func(*chat.Context, chat.FinishInfo) error { add("f2"); panic("f2 panics") }}
 	a := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
 	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{f1, f2}, Debug: chat.DebugNone()})
-	if err == nil || !strings.Contains(err.Error(), "f1 failed") || !strings.Contains(err.Error(), "f2 panics") {
+	var pe *chat.PanicError
+	if err == nil || !strings.Contains(err.Error(), "f1 failed") || !strings.Contains(err.Error(), `middleware "f2" onFinish: panic`) || !errors.As(err, &pe) {
 		t.Fatalf("onFinish failures not surfaced together: %v", err)
 	}
 	if evs[len(evs)-1].Type != agui.RunFinished {

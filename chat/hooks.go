@@ -13,8 +13,13 @@ import (
 // callHook runs one hook, turning a panic into an error.
 func (r *run) callHook(m *Middleware, hook string, fn func() error) (err error) {
 	defer func() {
+		if r.yielding {
+			return // the consumer's panic, reached through an Emit: theirs
+		}
 		if p := recover(); p != nil {
-			err = &HookError{Middleware: m.Name, Hook: hook, Err: fmt.Errorf("panic: %v", p)}
+			pe := r.recovered(fmt.Sprintf("middleware %q %s", m.Name, hook), p)
+			pe.Source = "" // the HookError names it
+			err = &HookError{Middleware: m.Name, Hook: hook, Err: pe}
 		}
 	}()
 	if r.log.Enabled(CatMiddleware) && hook != "onChunk" {

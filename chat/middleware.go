@@ -26,7 +26,9 @@ const (
 // Options.Middleware, with the composition of each hook documented on its
 // field. A hook that returns an error or panics fails the run (onError),
 // except the terminal and sandbox hooks, whose failures are logged and
-// isolated.
+// isolated. A panic (in a hook, a tool, the adapter or a strategy) is
+// recovered: its stack is logged under CatErrors and the run's stream ends
+// with a *RunError of code CodeInternal wrapping a *PanicError.
 //
 // A Middleware value may serve many runs at once; keep per-run state in
 // closures created per run or keyed by Context.RunID.

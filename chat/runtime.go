@@ -111,7 +111,8 @@ func (r *run) runSandboxHook(m *Middleware, name string, h func(*Context, FileEv
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.Log(CatErrors, fmt.Sprintf("hook=%s middleware=%s threw: panic: %v", name, mname, p))
+			// Sandbox hooks are isolated: logged with the stack, the run goes on.
+			r.recovered(fmt.Sprintf("middleware %q %s", mname, name), p)
 		}
 	}()
 	if err := h(r.mctx, e); err != nil {

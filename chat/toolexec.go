@@ -548,8 +548,9 @@ func (r *run) runServerTool(tc agui.ToolCall, t *Tool, input json.RawMessage) (T
 	}
 	ctx := context.WithValue(r.runCtx, toolCallKey{}, call)
 	type outcome struct {
-		v   any
-		err error
+		v        any
+		err      error
+		panicked bool
 	}
 	done := make(chan outcome, 1)
 	start := time.Now()
@@ -557,7 +558,7 @@ func (r *run) runServerTool(tc agui.ToolCall, t *Tool, input json.RawMessage) (T
 		var o outcome
 		defer func() {
 			if p := recover(); p != nil {
-				o = outcome{err: fmt.Errorf("tool %s panicked: %v", t.Name, p)}
+				o = outcome{err: r.recovered(fmt.Sprintf("tool %q", t.Name), p), panicked: true}
 			}
 			done <- o
 		}()
@@ -577,6 +578,9 @@ wait:
 		}
 	}
 	dur := time.Since(start)
+	if o.panicked {
+		return ToolResult{}, o.err // a panic is a bug, not a tool error: the run ends
+	}
 	if err := r.drainQueue(); err != nil {
 		return ToolResult{}, err
 	}
