@@ -53,6 +53,13 @@ type Options struct {
 	// Disconnect is the run's disconnect notifier, owned by the transport
 	// (nil: the engine makes one nobody notifies).
 	Disconnect *RunDisconnect
+	// Profile is the wire profile the run's events are written in.
+	// agui.ProfileTanStack reproduces @tanstack/ai 0.58.0 exactly, its
+	// silent failures included; the default (agui.ProfileAGUI) keeps every
+	// text message of a turn in the conversation (and so in
+	// MESSAGES_SNAPSHOT) and answers a tool call the engine will not run
+	// with a TOOL_CALL_RESULT saying why.
+	Profile agui.Profile
 }
 
 // RunError is a run failure reported by the model (an adapter RUN_ERROR)
@@ -212,9 +219,10 @@ const (
 
 // run is the state of one chat invocation.
 type run struct {
-	opts    *Options
-	yield   func(agui.Event, error) bool
-	stopped bool // the consumer stopped iterating
+	opts     *Options
+	tanstack bool // Options.Profile is agui.ProfileTanStack
+	yield    func(agui.Event, error) bool
+	stopped  bool // the consumer stopped iterating
 	// yielding is set while the consumer's loop body runs; a panic seen
 	// with it set is the consumer's own and is never recovered.
 	yielding bool
@@ -249,7 +257,9 @@ type run struct {
 	currentMessageID    string
 	currentCreatedAt    time.Time
 	identityCaptured    bool
-	accumulated         []byte // the turn's text so far
+	accumulated         []byte              // the turn's text so far
+	textStart           int                 // agui profile: where the current text message starts in accumulated
+	turnTexts           []agui.ModelMessage // agui profile: the turn's earlier text messages
 	thinking            []agui.Thinking
 	thinkingContent     string
 	thinkingSignature   string
@@ -304,7 +314,7 @@ type approvalDecision struct {
 }
 
 func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bool) *run {
-	r := &run{opts: opts, yield: yield, callerCtx: ctx, start: time.Now()}
+	r := &run{opts: opts, yield: yield, callerCtx: ctx, start: time.Now(), tanstack: opts.Profile == agui.ProfileTanStack}
 	r.runCtx, r.cancel = context.WithCancelCause(ctx)
 	r.log = NewLogger(opts.Debug)
 	r.requestID = newID("chat")
@@ -650,6 +660,7 @@ func (r *run) beginIteration() error {
 	r.currentCreatedAt = time.Now()
 	r.identityCaptured = false
 	r.accumulated = r.accumulated[:0]
+	r.textStart, r.turnTexts = 0, nil
 	r.thinking = nil
 	r.thinkingContent, r.thinkingSignature = "", ""
 	r.finished = nil
@@ -794,11 +805,13 @@ func (r *run) handleRaw(c *agui.Event) {
 	switch c.Type {
 	case agui.TextMessageStart:
 		if c.MessageID != "" {
+			r.startTextMessage(c.MessageID)
 			r.captureIdentity(c.MessageID)
 		}
 	case agui.TextMessageContent:
 		if c.Content != "" {
-			r.accumulated = append(r.accumulated[:0], c.Content...)
+			// Content is cumulative for the current text message.
+			r.accumulated = append(r.accumulated[:r.textStart], c.Content...)
 		} else {
 			r.accumulated = append(r.accumulated, c.Delta...)
 		}
@@ -960,8 +973,11 @@ func (r *run) emitPublic(ev *agui.Event, modelTurn bool) {
 }
 
 func (r *run) emitNormalized(n agui.Event, modelTurn bool) {
-	if modelTurn && r.so != nil && !r.so.combined && (n.Type == agui.RunStarted || n.Type == agui.RunFinished) {
-		return // path A: the finalization call's pair brackets the run
+	if modelTurn && r.so != nil && !r.so.combined && (n.Type == agui.RunFinished || n.Type == agui.RunStarted && (r.tanstack || r.hasPublicRunStarted)) {
+		// Path A: the finalization call's pair brackets the run. 0.58.0
+		// drops the loop's RUN_STARTED too, so an error in the loop arrives
+		// before any RUN_STARTED; the agui profile keeps the first one.
+		return
 	}
 	if modelTurn && n.Type == agui.RunFinished {
 		r.heldModelFinished = append(r.heldModelFinished, n)
@@ -1021,10 +1037,11 @@ func (r *run) successfulEarlyTermination() error {
 
 func (r *run) addAssistantToolCallMessage(calls []agui.ToolCall) {
 	r.finalizeThinking()
+	r.flushTurnTexts()
 	msg := agui.ModelMessage{Role: agui.RoleAssistant, ToolCalls: calls, ID: r.currentMessageID,
 		CreatedAt: r.currentCreatedAt.UTC().Format(time.RFC3339Nano), Thinking: r.thinking}
-	if len(r.accumulated) > 0 {
-		msg.Content = agui.Text(string(r.accumulated))
+	if text := r.turnText(); text != "" {
+		msg.Content = agui.Text(text)
 	}
 	r.messages = append(r.messages, msg)
 	r.mctx.Messages = r.messages
@@ -1037,9 +1054,10 @@ func (r *run) addTerminalAssistantMessage() {
 		if id == "" {
 			id = r.currentMessageID
 		}
-		if id != r.currentMessageID && len(r.accumulated) > 0 {
+		r.flushTurnTexts()
+		if text := r.turnText(); id != r.currentMessageID && text != "" {
 			r.messages = append(r.messages, agui.ModelMessage{Role: agui.RoleAssistant, ID: r.currentMessageID,
-				Content: agui.Text(string(r.accumulated)), Thinking: r.thinking})
+				Content: agui.Text(text), Thinking: r.thinking})
 		}
 		r.messages = append(r.messages, agui.ModelMessage{Role: agui.RoleAssistant, ID: id, Content: agui.Text(r.so.raw), StructuredOutput: so})
 		r.mctx.Messages = r.messages
@@ -1050,13 +1068,15 @@ func (r *run) addTerminalAssistantMessage() {
 			return
 		}
 	}
-	if len(r.accumulated) == 0 && len(r.thinking) == 0 {
+	r.flushTurnTexts()
+	text := r.turnText()
+	if text == "" && len(r.thinking) == 0 {
 		return
 	}
 	msg := agui.ModelMessage{Role: agui.RoleAssistant, ID: r.currentMessageID, Thinking: r.thinking,
 		CreatedAt: r.currentCreatedAt.UTC().Format(time.RFC3339Nano)}
-	if len(r.accumulated) > 0 {
-		msg.Content = agui.Text(string(r.accumulated))
+	if text != "" {
+		msg.Content = agui.Text(text)
 	}
 	if msg.ID == "" {
 		msg.ID = newID("msg")
@@ -1089,3 +1109,28 @@ func resultContentString(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
+
+// startTextMessage notes a TEXT_MESSAGE_START. In the agui profile a new
+// message id closes the turn's current text message, which then becomes an
+// assistant message of its own: the client showed it as one, and a
+// MESSAGES_SNAPSHOT must not take it away. 0.58.0 runs every text of a
+// turn into the last message.
+func (r *run) startTextMessage(id string) {
+	if r.tanstack || id == r.currentMessageID || len(r.accumulated) == r.textStart {
+		return
+	}
+	r.turnTexts = append(r.turnTexts, agui.ModelMessage{Role: agui.RoleAssistant, ID: r.currentMessageID,
+		Content: agui.Text(string(r.accumulated[r.textStart:])), CreatedAt: r.currentCreatedAt.UTC().Format(time.RFC3339Nano)})
+	r.textStart = len(r.accumulated)
+	r.identityCaptured = false // the next message gets its own creation time
+}
+
+// flushTurnTexts appends the turn's earlier text messages (agui profile).
+func (r *run) flushTurnTexts() {
+	r.messages = append(r.messages, r.turnTexts...)
+	r.turnTexts = nil
+}
+
+// turnText is the text of the turn's last message (all of the turn's text
+// in the tanstack profile).
+func (r *run) turnText() string { return string(r.accumulated[r.textStart:]) }

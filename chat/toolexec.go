@@ -117,6 +117,9 @@ func (r *run) processToolCalls() error {
 	if !r.shouldExecuteToolPhase() || r.finished == nil {
 		r.lastTurnToolCallCount = 0
 		r.toolPhase = "stop"
+		if !r.tanstack && r.calls.has() {
+			return r.reportSkippedCalls()
+		}
 		return nil
 	}
 	calls := r.calls.list()
@@ -209,6 +212,42 @@ func (r *run) processToolCalls() error {
 	r.calls.reset()
 	r.toolPhase = "continue"
 	return nil
+}
+
+// reportSkippedCalls answers the complete tool calls of a turn whose tool
+// phase does not run (agui profile): the client saw each call stream, so
+// each gets a TOOL_CALL_RESULT saying why it did not run, and the
+// conversation records the call and that result, so the next request is
+// consistent (a call left unanswered would run on the next request, or be
+// refused by the provider). 0.58.0 drops them silently.
+func (r *run) reportSkippedCalls() error {
+	calls := r.calls.list()
+	reason := r.skipReason()
+	r.addAssistantToolCallMessage(calls)
+	results := make([]ToolResult, 0, len(calls))
+	for _, tc := range calls {
+		if res, failed := r.streamedToolErrors[tc.ID]; failed {
+			results = append(results, res) // the adapter's own outcome
+			continue
+		}
+		results = append(results, errResult(tc.ID, tc.Function.Name, nil, "Tool call not executed: "+reason))
+	}
+	r.calls.reset()
+	return r.emitResults(results)
+}
+
+// skipReason says why a turn's tool calls do not run.
+func (r *run) skipReason() string {
+	switch {
+	case r.finished == nil || r.lastFinishReason == "":
+		return "the model's turn ended without a finish reason."
+	case r.lastFinishReason == agui.FinishLength:
+		return `the model's output was cut off by its length limit (finish reason "length").`
+	case r.lastFinishReason != agui.FinishToolCalls:
+		return fmt.Sprintf(`the model's turn ended with finish reason %q, not "tool_calls".`, r.lastFinishReason)
+	default:
+		return "no tools are available to this run."
+	}
 }
 
 func (r *run) finishedOrSynthetic() agui.Event {

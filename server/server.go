@@ -156,6 +156,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	opts.RunID = in.RunID
 	opts.ParentRunID = in.ParentRunID
 	opts.State = in.State
+	opts.Profile = h.cfg.Profile
 	for _, e := range in.Resume {
 		opts.Resume = append(opts.Resume, chat.ResumeItem{InterruptID: e.InterruptID, Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
 	}
