@@ -234,6 +234,7 @@ type run struct {
 	log       *Logger
 	mws       []*Middleware
 	chunkMws  []*Middleware // middleware with OnChunk, in order
+	hookCopy  []hookChunk   // the copy each of chunkMws may write to
 
 	requestID string
 	threadID  string
@@ -328,6 +329,7 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 			r.chunkMws = append(r.chunkMws, m)
 		}
 	}
+	r.hookCopy = make([]hookChunk, len(r.chunkMws))
 	r.messages = append([]agui.ModelMessage(nil), opts.Messages...)
 	r.systemPrompts = append([]SystemPrompt(nil), opts.SystemPrompts...)
 	r.tools = append([]*Tool(nil), opts.Tools...)
@@ -938,7 +940,7 @@ func (r *run) chunkChain(ev *agui.Event, i int, modelTurn bool) error {
 		var act ChunkAction
 		if err := r.callHook(m, "onChunk", func() error {
 			var err error
-			act, err = m.OnChunk(r.mctx, ev)
+			act, err = m.OnChunk(r.mctx, r.hookCopy[i].load(ev))
 			return err
 		}); err != nil {
 			return err

@@ -58,9 +58,11 @@ type Middleware struct {
 	// OnShouldContinue votes on another iteration; the votes are ANDed and
 	// the first false stops the asking.
 	OnShouldContinue func(c *Context, state LoopState) (bool, error)
-	// OnChunk sees every chunk. Piped per chunk: return Pass, Replace,
-	// Expand or Drop. A dropped chunk is never seen by later middleware.
-	// The event must not be modified in place.
+	// OnChunk sees every chunk. Piped per chunk: return Pass, Replace or
+	// Drop. A dropped chunk is never seen by later middleware. The event is
+	// the hook's own copy, valid until it returns: changing it in place
+	// changes nothing for later middleware or the client; return Replace to
+	// change a chunk.
 	OnChunk func(c *Context, ev *agui.Event) (ChunkAction, error)
 	// OnBeforeToolCall may transform arguments, skip the call with a result,
 	// or abort the run. First-win: the first non-zero decision stands and
