@@ -210,6 +210,15 @@ func start(ctx context.Context, opts *Options, yield func(agui.Event, error) boo
 	return newRun(ctx, opts, yield), nil
 }
 
+// toolPhase is what the last tool phase decided for the loop.
+type toolPhase uint8
+
+const (
+	phaseContinue toolPhase = iota // run another model turn if the strategy agrees
+	phaseStop                      // the loop ends: nothing more to run
+	phaseWait                      // the run paused on interrupts
+)
+
 type cyclePhase uint8
 
 const (
@@ -249,7 +258,7 @@ type run struct {
 
 	iterationCount        int
 	cycle                 cyclePhase
-	toolPhase             string // continue | stop | wait
+	toolPhase             toolPhase
 	toolCallCount         int
 	lastTurnToolCallCount int
 	countedCalls          map[string]bool
@@ -339,7 +348,7 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 	r.modelOptions = opts.ModelOptions
 	r.metadata = opts.Metadata
 	r.resume = opts.Resume
-	r.toolPhase = "continue"
+	r.toolPhase = phaseContinue
 	r.countedCalls = map[string]bool{}
 	r.streamedToolErrors = map[string]ToolResult{}
 	r.caps = map[CapabilityKey]any{}
@@ -620,12 +629,12 @@ func (r *run) body() error {
 		if err != nil {
 			return err
 		}
-		if !cont || r.toolPhase == "wait" {
+		if !cont || r.toolPhase == phaseWait {
 			break
 		}
 	}
 	r.log.Log(CatAgentLoop, "run finished", slog.String("finishReason", r.lastFinishReason))
-	if r.cancelled() || r.toolPhase == "wait" || r.terminalHookCalled {
+	if r.cancelled() || r.toolPhase == phaseWait || r.terminalHookCalled {
 		return nil
 	}
 	if r.so != nil && r.finalizationError == nil && !r.earlyTermination {
@@ -716,7 +725,7 @@ func (r *run) shouldContinue() (bool, error) {
 			break
 		}
 	}
-	return ok && mwOK && r.toolPhase == "continue", nil
+	return ok && mwOK && r.toolPhase == phaseContinue, nil
 }
 
 // streamModelTurn runs one adapter call (core.md §1.3).

@@ -220,20 +220,31 @@ type ToolCallHook struct {
 
 // ToolDecision is an OnBeforeToolCall result. The zero value continues.
 type ToolDecision struct {
-	kind   uint8
+	kind   decisionKind
 	args   json.RawMessage
 	result any
 	reason string
 }
 
+type decisionKind uint8
+
+const (
+	decideContinue decisionKind = iota // the zero value: ask the next middleware
+	decideTransform
+	decideSkip
+	decideAbort
+)
+
 // TransformArgs runs the tool with different arguments.
-func TransformArgs(args json.RawMessage) ToolDecision { return ToolDecision{kind: 1, args: args} }
+func TransformArgs(args json.RawMessage) ToolDecision {
+	return ToolDecision{kind: decideTransform, args: args}
+}
 
 // Skip does not run the tool and uses result instead.
-func Skip(result any) ToolDecision { return ToolDecision{kind: 2, result: result} }
+func Skip(result any) ToolDecision { return ToolDecision{kind: decideSkip, result: result} }
 
 // AbortRun aborts the whole run with reason.
-func AbortRun(reason string) ToolDecision { return ToolDecision{kind: 3, reason: reason} }
+func AbortRun(reason string) ToolDecision { return ToolDecision{kind: decideAbort, reason: reason} }
 
 // AfterToolCallInfo is passed to OnAfterToolCall.
 type AfterToolCallInfo struct {
@@ -337,8 +348,14 @@ type InterruptResolution struct {
 }
 
 // ToolResume is the policy for pending tool calls after generic interrupts
-// resolve: "" or "continue", "cancel", "stop".
+// resolve. The zero value is ToolResumeContinue.
 type ToolResume string
+
+const (
+	ToolResumeContinue ToolResume = "continue" // pending tool calls run
+	ToolResumeCancel   ToolResume = "cancel"   // every pending tool call is cancelled
+	ToolResumeStop     ToolResume = "stop"     // the run ends at once
+)
 
 // ResumeItem answers one interrupt of the parent run.
 type ResumeItem struct {

@@ -350,8 +350,8 @@ func (r *run) resolveGeneric(res []InterruptResolution, pending []pendingInterru
 				Message: fmt.Sprintf("Interrupt %s has invalid status %s.", x.InterruptID, x.Status)}}}
 		}
 	}
-	policy := ToolResume("continue")
-	rank := map[ToolResume]int{"": 0, "continue": 0, "cancel": 1, "stop": 2}
+	policy := ToolResumeContinue
+	rank := map[ToolResume]int{"": 0, ToolResumeContinue: 0, ToolResumeCancel: 1, ToolResumeStop: 2}
 	for _, m := range r.mws {
 		if m.OnInterruptResolution == nil {
 			continue
@@ -369,9 +369,9 @@ func (r *run) resolveGeneric(res []InterruptResolution, pending []pendingInterru
 		}
 	}
 	switch policy {
-	case "stop":
+	case ToolResumeStop:
 		r.earlyTermination = true
-	case "cancel":
+	case ToolResumeCancel:
 		for _, tc := range r.pendingFromMessages() {
 			r.cancelledIDs[tc.ID] = true
 		}

@@ -185,7 +185,7 @@ func (r *run) boundaryWith(phase Phase, calls []agui.ToolCall) (bool, error) {
 	if err := r.interruptTerminal(fin, nil, nil, reqs); err != nil {
 		return false, err
 	}
-	r.toolPhase = "wait"
+	r.toolPhase = phaseWait
 	return true, nil
 }
 

@@ -116,7 +116,7 @@ func marshalCompact(v any) ([]byte, error) { return agui.Marshal(v) }
 func (r *run) processToolCalls() error {
 	if !r.shouldExecuteToolPhase() || r.finished == nil {
 		r.lastTurnToolCallCount = 0
-		r.toolPhase = "stop"
+		r.toolPhase = phaseStop
 		if !r.tanstack && r.calls.has() {
 			return r.reportSkippedCalls()
 		}
@@ -148,7 +148,7 @@ func (r *run) processToolCalls() error {
 			return err
 		}
 		r.calls.reset()
-		r.toolPhase = "continue"
+		r.toolPhase = phaseContinue
 		return nil
 	}
 	r.mctx.Phase = PhaseBeforeTools
@@ -161,7 +161,7 @@ func (r *run) processToolCalls() error {
 	}
 	r.mctx.Phase = PhaseAfterTools
 	if r.middlewareAborted || r.cancelled() {
-		r.toolPhase = "stop"
+		r.toolPhase = phaseStop
 		return nil
 	}
 	all := append(res.results, deferredErrs...)
@@ -187,7 +187,7 @@ func (r *run) processToolCalls() error {
 		if err := r.interruptTerminal(fin, res.needsApproval, res.needsClient, reqs); err != nil {
 			return err
 		}
-		r.toolPhase = "wait"
+		r.toolPhase = phaseWait
 		return nil
 	}
 	if len(res.needsApproval) > 0 || len(res.needsClient) > 0 {
@@ -198,7 +198,7 @@ func (r *run) processToolCalls() error {
 		if err := r.interruptTerminal(r.finishedOrSynthetic(), res.needsApproval, res.needsClient, nil); err != nil {
 			return err
 		}
-		r.toolPhase = "wait"
+		r.toolPhase = phaseWait
 		return nil
 	}
 	r.flushHeld(&r.heldToolFinished)
@@ -210,7 +210,7 @@ func (r *run) processToolCalls() error {
 		r.syncContext()
 	}
 	r.calls.reset()
-	r.toolPhase = "continue"
+	r.toolPhase = phaseContinue
 	return nil
 }
 
@@ -289,7 +289,7 @@ func (r *run) pendingToolCalls() (bool, error) {
 		return false, err
 	}
 	if r.middlewareAborted || r.cancelled() {
-		r.toolPhase = "stop"
+		r.toolPhase = phaseStop
 		return true, nil
 	}
 	info := ToolPhaseInfo{ToolCalls: pending, Results: res.results, NeedsApproval: res.needsApproval, NeedsClientExecution: res.needsClient}
@@ -308,7 +308,7 @@ func (r *run) pendingToolCalls() (bool, error) {
 		if err := r.interruptTerminal(r.syntheticFinished(agui.FinishToolCalls), res.needsApproval, res.needsClient, nil); err != nil {
 			return false, err
 		}
-		r.toolPhase = "wait"
+		r.toolPhase = phaseWait
 		return true, nil
 	}
 	return false, r.emitResults(append(res.results, lazyErrs...))
@@ -533,11 +533,11 @@ func (r *run) beforeToolCall(tc agui.ToolCall, t *Tool, input json.RawMessage) (
 			return ToolResult{}, false, nil, err
 		}
 		switch d.kind {
-		case 0:
+		case decideContinue:
 			continue
-		case 1:
+		case decideTransform:
 			return ToolResult{}, true, d.args, nil
-		case 2:
+		case decideSkip:
 			res := d.result
 			if s, ok := res.(string); ok {
 				var v any
@@ -550,7 +550,7 @@ func (r *run) beforeToolCall(tc agui.ToolCall, t *Tool, input json.RawMessage) (
 				return ToolResult{}, false, nil, err
 			}
 			return tr, false, nil, nil
-		case 3:
+		case decideAbort:
 			reason := d.reason
 			if reason == "" {
 				reason = "Aborted by middleware"
