@@ -458,3 +458,17 @@ func (r *run) resumeErrorEvent(e *ResumeError) agui.Event {
 	return agui.WithTanstack(agui.Event{Type: agui.RunError, Timestamp: now(), Message: e.Error(), Code: e.Code()},
 		map[string]any{"runId": r.runID(), "threadId": r.threadID, interruptErrorsMetaName: json.RawMessage(raw)})
 }
+
+// resumeState holds the answers to the parent run's interrupts.
+type resumeState struct {
+	approvals     map[string]approvalDecision
+	clientResults map[string]json.RawMessage
+	cancelledIDs  map[string]bool
+	deniedResults map[string]any
+}
+
+type approvalDecision struct {
+	approved   bool
+	editedArgs json.RawMessage
+	payload    json.RawMessage
+}

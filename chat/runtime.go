@@ -374,3 +374,11 @@ func approvalResponseSchema(input, approval json.RawMessage) any {
 		map[string]any{"type": "object", "properties": reject, "required": reqR, "additionalProperties": false},
 	}}
 }
+
+// eventQueue holds CUSTOM chunks emitted from other goroutines (tools,
+// sandbox watchers) until the run goroutine pipes them.
+type eventQueue struct {
+	queueMu  sync.Mutex
+	queue    []agui.Event
+	queueSig chan struct{}
+}
