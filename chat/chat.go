@@ -1,6 +1,3 @@
-// Package chat is the goai chat engine: the agent loop that streams AG-UI
-// events from a model adapter, runs tools, and passes every step through a
-// middleware chain, as TanStack AI's chat() does.
 package chat
 
 import (

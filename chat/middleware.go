@@ -30,8 +30,9 @@ const (
 // recovered: its stack is logged under CatErrors and the run's stream ends
 // with a *RunError of code CodeInternal wrapping a *PanicError.
 //
-// A Middleware value may serve many runs at once; keep per-run state in
-// closures created per run or keyed by Context.RunID.
+// A Middleware value may serve many runs at once; keep per-run state in a
+// private capability provided in Setup (see "Per-run state" in the package
+// documentation).
 type Middleware struct {
 	Name string
 

@@ -179,3 +179,42 @@ func TestStructuredLoopErrorAfterRunStarted(t *testing.T) {
 		}
 	}
 }
+
+// The per-run state idiom of the package doc: a private capability provided
+// in Setup keeps each run's state apart, with runs sharing one Middleware.
+func TestPerRunStateIdiom(t *testing.T) {
+	type counter struct{ chunks int }
+	state := chat.NewCapability[*counter]("test.counter")
+	got := make(chan int, 2)
+	mw := &chat.Middleware{Name: "count",
+		Setup: func(c *chat.Context) error { state.Provide(c, &counter{}); return nil },
+		OnChunk: func(c *chat.Context, ev *agui.Event) (chat.ChunkAction, error) {
+			st, ok := state.GetOptional(c)
+			if !ok {
+				t.Error("no state")
+				return chat.Pass, nil
+			}
+			st.chunks++
+			return chat.Pass, nil
+		},
+		OnFinish: func(c *chat.Context, _ chat.FinishInfo) error {
+			st, _ := state.Get(c)
+			got <- st.chunks
+			return nil
+		},
+	}
+	done := make(chan struct{})
+	for _, text := range []string{"a", "b"} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			a := &turns{t: [][]agui.Event{textTurn("m", text, "stop")}}
+			for range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}}) {
+			}
+		}()
+	}
+	<-done
+	<-done
+	if a, b := <-got, <-got; a != 5 || b != 5 {
+		t.Fatalf("each run should count its own 5 chunks: %d, %d", a, b)
+	}
+}
