@@ -8,6 +8,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 )
 
 // TestOnChunkMutationDoesNotLeak: a middleware that changes the chunk it
@@ -49,8 +50,8 @@ func TestOnChunkMutationDoesNotLeak(t *testing.T) {
 		seen = append(seen, *ev)
 		return chat.Pass, nil
 	}}
-	a := &turns{t: [][]agui.Event{turn}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{vandal, witness}})
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{vandal, witness}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +96,8 @@ func TestOnChunkReplaceChanges(t *testing.T) {
 		ev.Delta = "HELLO" // the hook's own copy: fine to edit and hand back
 		return chat.Replace(*ev), nil
 	}}
-	a := &turns{t: [][]agui.Event{textTurn("m", "hello", "stop")}}
-	text, err := chat.Text(context.Background(), chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{upper}})
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "hello", "stop")}}
+	text, err := chat.Text(context.Background(), chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{upper}})
 	if err != nil || text != "HELLO" {
 		t.Fatalf("%q %v", text, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 )
 
 // panicAdapter streams a few chunks of a text turn, then panics.
@@ -29,7 +30,7 @@ func (a *panicAdapter) ChatStream(ctx context.Context, req *chat.Request) iter.S
 		panic(a.value)
 	}
 	return func(yield func(agui.Event, error) bool) {
-		for i, ev := range textTurn("m", "hello", "stop") {
+		for i, ev := range chattest.TextTurn("m", "hello", "stop") {
 			if i == a.before {
 				panic(a.value)
 			}
@@ -105,13 +106,13 @@ func TestPanickingAdapterEndsTheRunInternal(t *testing.T) {
 			if tc.a.value == nil {
 				tc.a.value = runtimeError()
 			}
-			evs, err := collect(t, chat.Options{Adapter: tc.a, Messages: user("hi"), Middleware: []*chat.Middleware{mw}, Debug: dbg})
+			evs, err := chattest.Collect(t, chat.Options{Adapter: tc.a, Messages: chattest.User("hi"), Middleware: []*chat.Middleware{mw}, Debug: dbg})
 			wantInternal(t, err, log, `adapter "boomer": panic`)
 			if onError == nil {
 				t.Fatal("OnError did not run")
 			}
 			if tc.a.early && len(evs) != 0 || !tc.a.early && len(evs) != tc.a.before {
-				t.Fatalf("events before the panic: %s", types(evs))
+				t.Fatalf("events before the panic: %s", chattest.Types(evs))
 			}
 			if tc.name == "runtime error" && !strings.Contains(err.Error(), "index out of range [3] with length 0") {
 				t.Fatalf("a runtime error's message should say which: %v", err)
@@ -141,15 +142,15 @@ func TestPanickingToolEndsTheRunInternal(t *testing.T) {
 		{Type: agui.ToolCallEnd, ToolCallID: "c2"},
 		{Type: agui.RunFinished, ThreadID: "t", RunID: "r", FinishReason: agui.FinishToolCalls},
 	}
-	a := &turns{t: [][]agui.Event{turn, textTurn("m", "never", "stop")}}
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn, chattest.TextTurn("m", "never", "stop")}}
 	dbg, log := errorsOnly()
-	_, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(&sums), boom}, Debug: dbg})
+	_, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(&sums), boom}, Debug: dbg})
 	wantInternal(t, err, log, `tool "boom": panic`)
 	if len(sums) != 1 {
 		t.Fatalf("add ran %d times, want 1", len(sums))
 	}
-	if len(a.reqs) != 1 {
-		t.Fatalf("the model was called again after the panic (%d calls)", len(a.reqs))
+	if len(a.Requests()) != 1 {
+		t.Fatalf("the model was called again after the panic (%d calls)", len(a.Requests()))
 	}
 }
 
@@ -161,13 +162,13 @@ func TestPanickingToolsInParallelRuns(t *testing.T) {
 	errs := make([]error, 8)
 	for i := range errs {
 		wg.Go(func() {
-			call := toolTurn("c", "add", `{"a":1,"b":2}`)
+			call := chattest.ToolTurn("c", "add", `{"a":1,"b":2}`)
 			if i%2 == 0 {
-				call = toolTurn("c", "boom", `{}`)
+				call = chattest.ToolTurn("c", "boom", `{}`)
 			}
-			a := &turns{t: [][]agui.Event{call, textTurn("m", "ok", "stop")}}
+			a := &chattest.Adapter{Turns: [][]agui.Event{call, chattest.TextTurn("m", "ok", "stop")}}
 			var err error
-			for _, e := range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil), boom}, Debug: chat.DebugNone()}) {
+			for _, e := range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil), boom}, Debug: chat.DebugNone()}) {
 				if e != nil {
 					err = e
 				}
@@ -211,10 +212,10 @@ func TestPanickingHooksEndTheRunInternal(t *testing.T) {
 		t.Run(hook, func(t *testing.T) {
 			mw.Name = "bad"
 			dbg, log := errorsOnly()
-			usage := toolTurn("c1", "add", `{"a":1,"b":2}`)
+			usage := chattest.ToolTurn("c1", "add", `{"a":1,"b":2}`)
 			usage[len(usage)-1].Usage = &agui.TokenUsage{TotalTokens: 3}
-			a := &turns{t: [][]agui.Event{usage, textTurn("m", "done", "stop")}}
-			_, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}, Debug: dbg})
+			a := &chattest.Adapter{Turns: [][]agui.Event{usage, chattest.TextTurn("m", "done", "stop")}}
+			_, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}, Debug: dbg})
 			wantInternal(t, err, log, `middleware "bad" `+hook+`: panic`)
 			var he *chat.HookError
 			if !errors.As(err, &he) || he.Hook != hook {
@@ -224,8 +225,8 @@ func TestPanickingHooksEndTheRunInternal(t *testing.T) {
 	}
 	t.Run("strategy", func(t *testing.T) {
 		dbg, log := errorsOnly()
-		a := &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":2}`), textTurn("m", "done", "stop")}}
-		_, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)},
+		a := &chattest.Adapter{Turns: [][]agui.Event{chattest.ToolTurn("c1", "add", `{"a":1,"b":2}`), chattest.TextTurn("m", "done", "stop")}}
+		_, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil)},
 			Strategy: func(chat.LoopState) bool { p(); return true }, Debug: dbg})
 		wantInternal(t, err, log, "agent loop strategy: panic")
 	})
@@ -256,13 +257,13 @@ func TestPanicsInIsolatedHooksAreLogged(t *testing.T) {
 		},
 		Sandbox: chat.SandboxHooks{OnFileCreate: func(*chat.Context, chat.FileEvent) error { p(); return nil }},
 	}
-	a := &turns{t: [][]agui.Event{textTurn("m", "fine", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}, Debug: dbg, Disconnect: d})
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "fine", "stop")}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}, Debug: dbg, Disconnect: d})
 	if err != nil {
 		t.Fatalf("an isolated panic failed the run: %v", err)
 	}
 	if evs[len(evs)-1].Type != agui.RunFinished {
-		t.Fatalf("events %s", types(evs))
+		t.Fatalf("events %s", chattest.Types(evs))
 	}
 	logged := log.String()
 	for _, want := range []string{`middleware \"iso\" onFileCreate panicked`, "run disconnect listener panicked", "deferred work panicked"} {
@@ -278,21 +279,21 @@ func TestPanicsInIsolatedHooksAreLogged(t *testing.T) {
 // TestConsumerPanicIsNotRecovered: the consumer's own panic in its loop body
 // is theirs; the engine must not turn it into a run error.
 func TestConsumerPanicIsNotRecovered(t *testing.T) {
-	a := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "x", "stop")}}
 	mw := &chat.Middleware{Name: "noop", OnChunk: func(*chat.Context, *agui.Event) (chat.ChunkAction, error) { return chat.Pass, nil }}
 	defer func() {
 		if p := recover(); p != "consumer" {
 			t.Fatalf("recovered %v, want the consumer's own panic", p)
 		}
 	}()
-	for range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}, Debug: chat.DebugNone()}) {
+	for range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}, Debug: chat.DebugNone()}) {
 		panic("consumer")
 	}
 }
 
 // The RUN_ERROR a transport writes carries the code.
 func TestInternalErrorIsARunError(t *testing.T) {
-	_, err := collect(t, chat.Options{Adapter: &panicAdapter{early: true, value: "x"}, Messages: user("x"), Debug: chat.DebugNone()})
+	_, err := chattest.Collect(t, chat.Options{Adapter: &panicAdapter{early: true, value: "x"}, Messages: chattest.User("x"), Debug: chat.DebugNone()})
 	var re *chat.RunError
 	if !errors.As(err, &re) {
 		t.Fatal(err)

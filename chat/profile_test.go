@@ -8,6 +8,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 )
 
 // The agui profile (the default) keeps every text message of a turn and
@@ -47,7 +48,7 @@ func snapshotOf(t *testing.T, evs []agui.Event) []snapshotMessage {
 			return msgs
 		}
 	}
-	t.Fatalf("no MESSAGES_SNAPSHOT in %s", types(evs))
+	t.Fatalf("no MESSAGES_SNAPSHOT in %s", chattest.Types(evs))
 	return nil
 }
 
@@ -59,8 +60,8 @@ func TestApprovalSnapshotKeepsEveryTextMessage(t *testing.T) {
 			conv = c.Conversation()
 			return chat.Pass, nil
 		}}
-		a := &turns{t: [][]agui.Event{twoTextsThenCall("add", agui.FinishToolCalls)}}
-		evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{approve}, Middleware: []*chat.Middleware{mw}, Profile: p})
+		a := &chattest.Adapter{Turns: [][]agui.Event{twoTextsThenCall("add", agui.FinishToolCalls)}}
+		evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{approve}, Middleware: []*chat.Middleware{mw}, Profile: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,10 +101,10 @@ func TestSkippedToolCallGetsAResult(t *testing.T) {
 			if tc.noFinish {
 				turn = turn[:len(turn)-1]
 			}
-			a := &turns{t: [][]agui.Event{turn, textTurn("m3", "Sum is 3.", "stop")}}
+			a := &chattest.Adapter{Turns: [][]agui.Event{turn, chattest.TextTurn("m3", "Sum is 3.", "stop")}}
 			var conv []agui.ModelMessage
 			mw := &chat.Middleware{Name: "conv", OnFinish: func(c *chat.Context, _ chat.FinishInfo) error { conv = c.Conversation(); return nil }}
-			evs, err := collect(t, chat.Options{Adapter: a, Messages: user("add"), Tools: []*chat.Tool{add}, Middleware: []*chat.Middleware{mw}})
+			evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("add"), Tools: []*chat.Tool{add}, Middleware: []*chat.Middleware{mw}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,25 +115,25 @@ func TestSkippedToolCallGetsAResult(t *testing.T) {
 				}
 			}
 			if result == nil || result.ToolCallID != "c1" {
-				t.Fatalf("no TOOL_CALL_RESULT: %s", types(evs))
+				t.Fatalf("no TOOL_CALL_RESULT: %s", chattest.Types(evs))
 			}
 			var out struct{ Error string }
 			if err := json.Unmarshal([]byte(result.Content), &out); err != nil || !strings.HasPrefix(out.Error, "Tool call not executed: ") || !strings.Contains(out.Error, tc.why) {
 				t.Fatalf("the result %q does not say why (%s)", result.Content, tc.why)
 			}
-			if ran != 0 || len(a.reqs) != 1 {
-				t.Fatalf("the skipped call ran (%d) or the model was called again (%d calls)", ran, len(a.reqs))
+			if ran != 0 || len(a.Requests()) != 1 {
+				t.Fatalf("the skipped call ran (%d) or the model was called again (%d calls)", ran, len(a.Requests()))
 			}
 			// The next request carries the call and its result: nothing is
 			// left to run, and the provider sees an answered call.
 			next := append(conv, agui.ModelMessage{Role: agui.RoleUser, Content: agui.Text("and now?")})
-			if _, err := collect(t, chat.Options{Adapter: a, Messages: next, Tools: []*chat.Tool{add}}); err != nil {
+			if _, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: next, Tools: []*chat.Tool{add}}); err != nil {
 				t.Fatal(err)
 			}
 			if ran != 0 {
 				t.Fatal("the skipped call ran on the next request")
 			}
-			req := a.reqs[1].Messages
+			req := a.Requests()[1].Messages
 			var call, answer bool
 			for _, m := range req {
 				for _, c := range m.ToolCalls {
@@ -146,13 +147,13 @@ func TestSkippedToolCallGetsAResult(t *testing.T) {
 		})
 	}
 	// tanstack: silently dropped, as 0.58.0 does.
-	a := &turns{t: [][]agui.Event{twoTextsThenCall("add", agui.FinishLength)}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("add"), Tools: []*chat.Tool{addTool(nil)}, Profile: agui.ProfileTanStack})
+	a := &chattest.Adapter{Turns: [][]agui.Event{twoTextsThenCall("add", agui.FinishLength)}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("add"), Tools: []*chat.Tool{addTool(nil)}, Profile: agui.ProfileTanStack})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(types(evs), string(agui.ToolCallResult)) {
-		t.Fatalf("the tanstack profile must reproduce 0.58.0: %s", types(evs))
+	if strings.Contains(chattest.Types(evs), string(agui.ToolCallResult)) {
+		t.Fatalf("the tanstack profile must reproduce 0.58.0: %s", chattest.Types(evs))
 	}
 }
 
@@ -160,16 +161,16 @@ func TestSkippedToolCallGetsAResult(t *testing.T) {
 // RUN_STARTED in the agui profile; 0.58.0 drops the loop's RUN_STARTED.
 func TestStructuredLoopErrorAfterRunStarted(t *testing.T) {
 	for _, p := range []agui.Profile{"", agui.ProfileTanStack} {
-		a := &turns{t: [][]agui.Event{{
+		a := &chattest.Adapter{Turns: [][]agui.Event{{
 			{Type: agui.RunStarted, ThreadID: "t", RunID: "r"},
 			{Type: agui.RunError, Message: "upstream 500", Code: "server_error"},
 		}}}
-		evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)},
+		evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil)},
 			OutputSchema: json.RawMessage(`{"type":"object"}`), Profile: p, Debug: chat.DebugNone()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := types(evs)
+		got := chattest.Types(evs)
 		want := "RUN_STARTED RUN_ERROR"
 		if p == agui.ProfileTanStack {
 			want = "RUN_ERROR"
@@ -207,8 +208,8 @@ func TestPerRunStateIdiom(t *testing.T) {
 	for _, text := range []string{"a", "b"} {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			a := &turns{t: [][]agui.Event{textTurn("m", text, "stop")}}
-			for range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}}) {
+			a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", text, "stop")}}
+			for range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}}) {
 			}
 		}()
 	}
