@@ -21,7 +21,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-
 type addIn struct {
 	A float64 `json:"a"`
 	B float64 `json:"b"`

@@ -8,15 +8,28 @@ import (
 )
 
 func (r *run) body() error {
-	if err := r.runSetup(); err != nil {
+	if proceed, err := r.begin(); err != nil || !proceed {
 		return err
+	}
+	if err := r.loop(); err != nil {
+		return err
+	}
+	return r.conclude()
+}
+
+// begin runs Setup, the initial OnConfig, the resume, OnStart and the tool
+// calls history left pending; proceed is false when the run already ended
+// or paused.
+func (r *run) begin() (proceed bool, err error) {
+	if err := r.runSetup(); err != nil {
+		return false, err
 	}
 	r.mctx.Phase = PhaseInit
 	if err := r.runConfig(); err != nil {
-		return err
+		return false, err
 	}
 	if err := r.applyResume(); err != nil {
-		return err
+		return false, err
 	}
 	if err := r.eachHook("onStart", func(m *Middleware) error {
 		if m.OnStart == nil {
@@ -24,71 +37,96 @@ func (r *run) body() error {
 		}
 		return m.OnStart(r.mctx)
 	}); err != nil {
-		return err
+		return false, err
 	}
 	if r.cancelled() {
-		return nil
+		return false, nil
 	}
 	if r.earlyTermination {
-		return r.successfulEarlyTermination()
+		return false, r.successfulEarlyTermination()
 	}
 	wait, err := r.pendingToolCalls()
-	if err != nil || wait {
-		return err
+	return err == nil && !wait, err
+}
+
+// loop alternates model turns and tool phases until the strategy, a pause,
+// an error or the end of the run stops it.
+func (r *run) loop() error {
+	if r.so != nil && !r.so.combined && len(r.tools) == 0 {
+		return nil // path A without tools: straight to the structured call
 	}
-	skipLoop := r.so != nil && !r.so.combined && len(r.tools) == 0
-	for !skipLoop {
-		if r.earlyTermination || r.cancelled() {
-			break
-		}
+	for !r.earlyTermination && !r.cancelled() {
+		var more bool
+		var err error
 		if r.cycle == cycleText {
-			r.log.Log(CatAgentLoop, fmt.Sprintf("iteration=%d", r.mctx.Iteration))
-			if err := r.beginIteration(); err != nil {
-				return err
-			}
-			r.mctx.Phase = PhaseBeforeModel
-			r.mctx.Iteration = r.iterationCount
-			if err := r.runConfig(); err != nil {
-				return err
-			}
-			if paused, err := r.boundary(PhaseBeforeModel); err != nil || paused {
-				return err
-			}
-			if err := r.streamModelTurn(); err != nil {
-				return err
-			}
-			if r.earlyTermination || r.cancelled() {
-				break
-			}
-			if paused, err := r.boundary(PhaseAfterModel); err != nil || paused {
-				return err
-			}
-			if r.shouldExecuteToolPhase() {
-				r.heldToolFinished = append(r.heldToolFinished, r.heldModelFinished...)
-				r.heldModelFinished = nil
-			} else if r.so == nil || !r.so.combined {
-				r.flushHeld(&r.heldModelFinished)
-			}
-			r.cycle = cycleTools
-			continue // the tool cycle always follows
+			more, err = r.modelCycle()
+		} else {
+			more, err = r.toolCycle()
 		}
-		if err := r.processToolCalls(); err != nil {
+		if err != nil || !more {
 			return err
-		}
-		if r.cancelled() {
-			return nil
-		}
-		r.cycle = cycleText
-		r.iterationCount++
-		// 0.58.0 asks onShouldContinue even after a pause.
-		cont, err := r.shouldContinue()
-		if err != nil {
-			return err
-		}
-		if !cont || r.toolPhase == phaseWait {
-			break
 		}
 	}
+	return nil
+}
+
+// modelCycle runs one model turn between its interrupt boundaries; more is
+// false when the loop must stop (the model failed, the run was cancelled
+// or paused).
+func (r *run) modelCycle() (more bool, err error) {
+	r.log.Log(CatAgentLoop, fmt.Sprintf("iteration=%d", r.mctx.Iteration))
+	if err := r.beginIteration(); err != nil {
+		return false, err
+	}
+	r.mctx.Phase = PhaseBeforeModel
+	r.mctx.Iteration = r.iterationCount
+	if err := r.runConfig(); err != nil {
+		return false, err
+	}
+	if paused, err := r.boundary(PhaseBeforeModel); err != nil || paused {
+		return false, err
+	}
+	if err := r.streamModelTurn(); err != nil {
+		return false, err
+	}
+	if r.earlyTermination || r.cancelled() {
+		return false, nil
+	}
+	if paused, err := r.boundary(PhaseAfterModel); err != nil || paused {
+		return false, err
+	}
+	if r.shouldExecuteToolPhase() {
+		r.heldToolFinished = append(r.heldToolFinished, r.heldModelFinished...)
+		r.heldModelFinished = nil
+	} else if r.so == nil || !r.so.combined {
+		r.flushHeld(&r.heldModelFinished)
+	}
+	r.cycle = cycleTools // the tool cycle always follows
+	return true, nil
+}
+
+// toolCycle runs the tool phase of the turn, then asks whether to go on.
+func (r *run) toolCycle() (more bool, err error) {
+	if err := r.processToolCalls(); err != nil {
+		return false, err
+	}
+	if r.cancelled() {
+		return false, nil
+	}
+	r.cycle = cycleText
+	r.iterationCount++
+	// 0.58.0 asks onShouldContinue even after a pause.
+	cont, err := r.shouldContinue()
+	if err != nil {
+		return false, err
+	}
+	return cont && r.toolPhase != phaseWait, nil
+}
+
+// conclude ends a run whose loop stopped: the structured-output
+// finalization, the terminal assistant message, and OnFinish or OnError.
+// A paused, cancelled or already ended run has nothing to conclude.
+func (r *run) conclude() error {
 	r.log.Log(CatAgentLoop, "run finished", slog.String("finishReason", r.lastFinishReason))
 	if r.cancelled() || r.toolPhase == phaseWait || r.end != endNone {
 		return nil
