@@ -75,3 +75,15 @@ func TestAGUIProfileAbortEndsWithRunError(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
+
+// A run that produced no event at all (a model that said nothing) still
+// gets RUN_STARTED and RUN_FINISHED in the agui profile; the tanstack
+// profile writes nothing, as 0.58.0 does.
+func TestAGUIProfileEmptyRunFinishes(t *testing.T) {
+	if got := profileTypes(t, ProfileAGUI, nil); got != "RUN_STARTED RUN_FINISHED" {
+		t.Fatalf("agui: %q", got)
+	}
+	if got := profileTypes(t, ProfileTanStack, nil); got != "" {
+		t.Fatalf("tanstack: %q", got)
+	}
+}

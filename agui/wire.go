@@ -181,8 +181,9 @@ func turnFinished(rf *Event) Event {
 // Close ends a run that completed. In the agui profile it writes the held
 // final RUN_FINISHED; a run whose last turn's RUN_FINISHED was already
 // passed on as turn.finished (an iteration limit stopped it after its tool
-// results) gets a final RUN_FINISHED with that turn's finish reason. It
-// does not close the underlying writer. Use Abort for a run that stopped
+// results) gets a final RUN_FINISHED with that turn's finish reason, and a
+// run that produced no event at all (a model that said nothing) gets
+// RUN_STARTED and RUN_FINISHED. It does not close the underlying writer. Use Abort for a run that stopped
 // without finishing.
 func (w *Writer) Close() error {
 	if w.opt.Profile != ProfileAGUI || w.terminal {
@@ -194,8 +195,8 @@ func (w *Writer) Close() error {
 		w.held = nil
 		return w.frame(id, h)
 	}
-	if !w.started {
-		return nil
+	if err := w.ensureStarted(); err != nil {
+		return err
 	}
 	fin := Event{Type: RunFinished, ThreadID: w.opt.ThreadID, RunID: w.opt.RunID, Timestamp: w.opt.Now().UnixMilli()}
 	if w.lastTurn != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"iter"
 	"log/slog"
 	"strings"
 	"sync"
@@ -17,74 +16,10 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// turns is a test adapter: turn N is what the N-th call yields.
-type turns struct {
-	mu    sync.Mutex
-	t     [][]agui.Event
-	reqs  []*chat.Request
-	err   error // thrown after the script when set
-	delay time.Duration
-}
-
-func (a *turns) Name() string  { return "test" }
-func (a *turns) Model() string { return "test-1" }
-func (a *turns) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	a.mu.Lock()
-	n := len(a.reqs)
-	a.reqs = append(a.reqs, req)
-	a.mu.Unlock()
-	return func(yield func(agui.Event, error) bool) {
-		if n >= len(a.t) {
-			if a.err != nil {
-				yield(agui.Event{}, a.err)
-				return
-			}
-			yield(agui.Event{Type: agui.RunError, Message: "script exhausted"}, nil)
-			return
-		}
-		for _, ev := range a.t[n] {
-			if a.delay > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(a.delay):
-				}
-			}
-			if !yield(ev, nil) {
-				return
-			}
-		}
-	}
-}
-
-func textTurn(id, text, reason string) []agui.Event {
-	return []agui.Event{
-		{Type: agui.RunStarted, ThreadID: "t", RunID: "r"},
-		{Type: agui.TextMessageStart, MessageID: id, Role: "assistant"},
-		{Type: agui.TextMessageContent, MessageID: id, Delta: text},
-		{Type: agui.TextMessageEnd, MessageID: id},
-		{Type: agui.RunFinished, ThreadID: "t", RunID: "r", FinishReason: reason,
-			Usage: &agui.TokenUsage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}},
-	}
-}
-
-func toolTurn(callID, name, args string) []agui.Event {
-	return []agui.Event{
-		{Type: agui.RunStarted, ThreadID: "t", RunID: "r"},
-		{Type: agui.ToolCallStart, ToolCallID: callID, ToolCallName: name, Index: agui.Int(0)},
-		{Type: agui.ToolCallArgs, ToolCallID: callID, Delta: args},
-		{Type: agui.ToolCallEnd, ToolCallID: callID},
-		{Type: agui.RunFinished, ThreadID: "t", RunID: "r", FinishReason: agui.FinishToolCalls},
-	}
-}
-
-func user(text string) []agui.ModelMessage {
-	return []agui.ModelMessage{{Role: agui.RoleUser, Content: agui.Text(text)}}
-}
 
 type addIn struct {
 	A float64 `json:"a"`
@@ -100,50 +35,30 @@ func addTool(calls *[]addIn) *chat.Tool {
 	})
 }
 
-func collect(t *testing.T, opts chat.Options) ([]agui.Event, error) {
-	t.Helper()
-	var evs []agui.Event
-	for ev, err := range chat.Stream(context.Background(), opts) {
-		if err != nil {
-			return evs, err
-		}
-		evs = append(evs, ev)
-	}
-	return evs, nil
-}
-
-func types(evs []agui.Event) string {
-	var b []string
-	for _, e := range evs {
-		b = append(b, string(e.Type))
-	}
-	return strings.Join(b, " ")
-}
-
 func TestCheck01DefaultStrategyCapsAtFiveModelCalls(t *testing.T) {
-	a := &turns{}
+	a := &chattest.Adapter{}
 	for i := 0; i < 8; i++ {
-		a.t = append(a.t, toolTurn("c"+string(rune('0'+i)), "add", `{"a":1,"b":2}`))
+		a.Turns = append(a.Turns, chattest.ToolTurn("c"+string(rune('0'+i)), "add", `{"a":1,"b":2}`))
 	}
-	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("go"), Tools: []*chat.Tool{addTool(nil)}}); err != nil {
+	if _, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("go"), Tools: []*chat.Tool{addTool(nil)}}); err != nil {
 		t.Fatal(err)
 	}
-	if len(a.reqs) != 5 {
-		t.Fatalf("model calls = %d, want 5", len(a.reqs))
+	if len(a.Requests()) != 5 {
+		t.Fatalf("model calls = %d, want 5", len(a.Requests()))
 	}
 }
 
 func TestCheck02MaxIterationsTwoEndsWithToolResult(t *testing.T) {
-	a := &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":2}`), toolTurn("c2", "add", `{"a":3,"b":4}`), textTurn("m", "x", "stop")}}
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.ToolTurn("c1", "add", `{"a":1,"b":2}`), chattest.ToolTurn("c2", "add", `{"a":3,"b":4}`), chattest.TextTurn("m", "x", "stop")}}
 	var calls []addIn
 	var finish string
 	mw := &chat.Middleware{Name: "f", OnFinish: func(_ *chat.Context, i chat.FinishInfo) error { finish = i.FinishReason; return nil }}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("go"), Tools: []*chat.Tool{addTool(&calls)}, Strategy: chat.MaxIterations(2), Middleware: []*chat.Middleware{mw}})
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("go"), Tools: []*chat.Tool{addTool(&calls)}, Strategy: chat.MaxIterations(2), Middleware: []*chat.Middleware{mw}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.reqs) != 2 || len(calls) != 2 {
-		t.Fatalf("model calls %d, tool calls %d; want 2 and 2", len(a.reqs), len(calls))
+	if len(a.Requests()) != 2 || len(calls) != 2 {
+		t.Fatalf("model calls %d, tool calls %d; want 2 and 2", len(a.Requests()), len(calls))
 	}
 	if last := evs[len(evs)-1]; last.Type != agui.ToolCallResult {
 		t.Fatalf("last event %s, want TOOL_CALL_RESULT", last.Type)
@@ -166,20 +81,20 @@ func TestCheck03And04ToolArgsAndSecondCallHistory(t *testing.T) {
 		gotID = tc.ID
 		return "sunny", nil
 	})
-	turn := toolTurn("call_9", "weather", `{"city":"NYC"}`)
+	turn := chattest.ToolTurn("call_9", "weather", `{"city":"NYC"}`)
 	turn = append(turn[:1], append([]agui.Event{
 		{Type: agui.TextMessageStart, MessageID: "m1", Role: "assistant"},
 		{Type: agui.TextMessageContent, MessageID: "m1", Delta: "checking"},
 		{Type: agui.TextMessageEnd, MessageID: "m1"},
 	}, turn[1:]...)...)
-	a := &turns{t: [][]agui.Event{turn, textTurn("m2", "done", "stop")}}
-	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("weather?"), Tools: []*chat.Tool{tool}}); err != nil {
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn, chattest.TextTurn("m2", "done", "stop")}}
+	if _, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("weather?"), Tools: []*chat.Tool{tool}}); err != nil {
 		t.Fatal(err)
 	}
 	if got.City != "NYC" || gotID != "call_9" {
 		t.Fatalf("tool got %+v id %q", got, gotID)
 	}
-	msgs := a.reqs[1].Messages
+	msgs := a.Requests()[1].Messages
 	if len(msgs) != 3 || msgs[1].Role != "assistant" || msgs[1].ID != "m1" || msgs[1].Content.String() != "checking" ||
 		len(msgs[1].ToolCalls) != 1 || msgs[2].Role != "tool" || msgs[2].ToolCallID != "call_9" || msgs[2].Content.String() != "sunny" {
 		b, _ := json.Marshal(msgs)
@@ -193,13 +108,13 @@ func TestCheck05And06HeldRunFinishedOrder(t *testing.T) {
 		tc.EmitCustomEvent("progress", map[string]any{"pct": 50})
 		return "ok", nil
 	})
-	a := &turns{t: [][]agui.Event{toolTurn("c1", "progress", `{}`), textTurn("m", "done", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("go"), Tools: []*chat.Tool{tool}})
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.ToolTurn("c1", "progress", `{}`), chattest.TextTurn("m", "done", "stop")}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("go"), Tools: []*chat.Tool{tool}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "RUN_STARTED TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END CUSTOM RUN_FINISHED TOOL_CALL_RESULT TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END RUN_FINISHED"
-	if got := types(evs); got != want {
+	if got := chattest.Types(evs); got != want {
 		t.Fatalf("order:\n got %s\nwant %s (0.58.0: one RUN_STARTED, a RUN_FINISHED per turn)", got, want)
 	}
 }
@@ -219,10 +134,10 @@ func TestCheck08To10ToolErrorsBecomeResults(t *testing.T) {
 			agui.Event{Type: agui.ToolCallArgs, ToolCallID: c[0], Delta: c[2]}, agui.Event{Type: agui.ToolCallEnd, ToolCallID: c[0]})
 	}
 	turn = append(turn, agui.Event{Type: agui.RunFinished, FinishReason: agui.FinishToolCalls})
-	a := &turns{t: [][]agui.Event{turn, textTurn("m", "ok", "stop")}}
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn, chattest.TextTurn("m", "ok", "stop")}}
 	lenient := chat.NewTool("add", "add", func(ctx context.Context, in map[string]any) (int, error) { return len(in), nil })
 	lenient.ValidateInput = false
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("go"), Tools: []*chat.Tool{failing, lenient}, Middleware: []*chat.Middleware{hook}})
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("go"), Tools: []*chat.Tool{failing, lenient}, Middleware: []*chat.Middleware{hook}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +166,7 @@ func TestCheck08To10ToolErrorsBecomeResults(t *testing.T) {
 	if called {
 		t.Error("an unknown tool reached onBeforeToolCall")
 	}
-	if len(a.reqs) != 2 {
+	if len(a.Requests()) != 2 {
 		t.Errorf("the loop did not continue after tool errors")
 	}
 }
@@ -270,15 +185,15 @@ func TestCheck24ConfigPipedAtInitAndBeforeEveryModelCall(t *testing.T) {
 		cfg.ModelOptions = map[string]any{"temperature": 0.2}
 		return nil
 	}}
-	a := &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":1}`), textTurn("m", "x", "stop")}}
-	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{m1, m2}}); err != nil {
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.ToolTurn("c1", "add", `{"a":1,"b":1}`), chattest.TextTurn("m", "x", "stop")}}
+	if _, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{m1, m2}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(phases); got != 3 || phases[0] != chat.PhaseInit || phases[1] != chat.PhaseBeforeModel {
 		t.Fatalf("onConfig phases %v", phases)
 	}
-	if a.reqs[0].ModelOptions["temperature"] != 0.2 {
-		t.Fatalf("modelOptions not applied: %v", a.reqs[0].ModelOptions)
+	if a.Requests()[0].ModelOptions["temperature"] != 0.2 {
+		t.Fatalf("modelOptions not applied: %v", a.Requests()[0].ModelOptions)
 	}
 }
 
@@ -297,10 +212,10 @@ func TestCheck25And26ChunkDropExpandAndHistory(t *testing.T) {
 		laterSaw = append(laterSaw, ev.Type)
 		return chat.Pass, nil
 	}}
-	turn := textTurn("m1", "secret", agui.FinishToolCalls)
-	turn = append(turn[:4], toolTurn("c1", "add", `{"a":1,"b":1}`)[1:]...)
-	a := &turns{t: [][]agui.Event{turn, textTurn("m2", "x", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{drop, later}})
+	turn := chattest.TextTurn("m1", "secret", agui.FinishToolCalls)
+	turn = append(turn[:4], chattest.ToolTurn("c1", "add", `{"a":1,"b":1}`)[1:]...)
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn, chattest.TextTurn("m2", "x", "stop")}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{drop, later}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,10 +229,10 @@ func TestCheck25And26ChunkDropExpandAndHistory(t *testing.T) {
 			t.Fatal("dropped chunk reached later middleware")
 		}
 	}
-	if !strings.Contains(types(evs), "CUSTOM TEXT_MESSAGE_END") {
-		t.Fatalf("expanded chunks missing: %s", types(evs))
+	if !strings.Contains(chattest.Types(evs), "CUSTOM TEXT_MESSAGE_END") {
+		t.Fatalf("expanded chunks missing: %s", chattest.Types(evs))
 	}
-	if got := a.reqs[1].Messages[1].Content.String(); got != "secret" {
+	if got := a.Requests()[1].Messages[1].Content.String(); got != "secret" {
 		t.Fatalf("history lost dropped text: %q", got)
 	}
 }
@@ -354,8 +269,8 @@ func TestCheck29To31BeforeToolCallDecisions(t *testing.T) {
 			agui.Event{Type: agui.ToolCallArgs, ToolCallID: id, Delta: `{"a":1,"b":2}`}, agui.Event{Type: agui.ToolCallEnd, ToolCallID: id})
 	}
 	turn = append(turn, agui.Event{Type: agui.RunFinished, FinishReason: agui.FinishToolCalls})
-	a := &turns{t: [][]agui.Event{turn, textTurn("m", "x", "stop")}}
-	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(&calls)}, Middleware: []*chat.Middleware{first, second}}); err != nil {
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn, chattest.TextTurn("m", "x", "stop")}}
+	if _, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(&calls)}, Middleware: []*chat.Middleware{first, second}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(calls) != 1 || calls[0].A != 10 {
@@ -377,15 +292,15 @@ func TestCheck31AbortDecisionEndsWithoutTerminalEvent(t *testing.T) {
 		OnFinish: func(*chat.Context, chat.FinishInfo) error { finished++; return nil },
 		OnError:  func(*chat.Context, chat.ErrorInfo) error { errored++; return nil },
 	}
-	a := &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":2}`)}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}})
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.ToolTurn("c1", "add", `{"a":1,"b":2}`)}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}})
 	var ae *chat.AbortError
 	if !errors.As(err, &ae) || ae.Reason != "blocked" || !errors.Is(err, chat.ErrAborted) {
 		t.Fatalf("the stream must end with the abort, got %v", err)
 	}
 	for _, e := range evs {
 		if e.IsTerminal() {
-			t.Fatalf("terminal event after abort: %s", types(evs))
+			t.Fatalf("terminal event after abort: %s", chattest.Types(evs))
 		}
 	}
 	if aborted != 1 || finished+errored != 0 || reason != "blocked" {
@@ -400,10 +315,10 @@ func TestCheck32AbortInOnStartPreventsChunks(t *testing.T) {
 		OnChunk: func(*chat.Context, *agui.Event) (chat.ChunkAction, error) { chunks++; return chat.Pass, nil },
 		OnAbort: func(*chat.Context, chat.AbortInfo) error { aborts++; return nil },
 	}
-	a := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}})
-	if !errors.Is(err, chat.ErrAborted) || len(evs) != 0 || chunks != 0 || aborts != 1 || len(a.reqs) != 0 {
-		t.Fatalf("err %v events %d chunks %d aborts %d model calls %d", err, len(evs), chunks, aborts, len(a.reqs))
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "x", "stop")}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}})
+	if !errors.Is(err, chat.ErrAborted) || len(evs) != 0 || chunks != 0 || aborts != 1 || len(a.Requests()) != 0 {
+		t.Fatalf("err %v events %d chunks %d aborts %d model calls %d", err, len(evs), chunks, aborts, len(a.Requests()))
 	}
 }
 
@@ -426,8 +341,8 @@ func TestCheck33AbortDuringToolCancelsItsContext(t *testing.T) {
 		go func() { <-started; mctx.Abort("stop now") }()
 		return nil
 	}}
-	a := &turns{t: [][]agui.Event{toolTurn("c1", "slow", `{}`)}}
-	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{slow}, Middleware: []*chat.Middleware{mw}}); !errors.Is(err, chat.ErrAborted) {
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.ToolTurn("c1", "slow", `{}`)}}
+	if _, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{slow}, Middleware: []*chat.Middleware{mw}}); !errors.Is(err, chat.ErrAborted) {
 		t.Fatal(err)
 	}
 	if !sawCancel {
@@ -442,10 +357,10 @@ func TestCheck34CallerAbortReason(t *testing.T) {
 	}{{chat.ErrCancelRequested, true}, {errors.New("user left"), false}} {
 		var info chat.AbortInfo
 		mw := &chat.Middleware{Name: "m", OnAbort: func(_ *chat.Context, i chat.AbortInfo) error { info = i; return nil }}
-		a := &turns{t: [][]agui.Event{textTurn("m", "hello", "stop")}, delay: 20 * time.Millisecond}
+		a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "hello", "stop")}, Delay: 20 * time.Millisecond}
 		ctx, cancel := context.WithCancelCause(context.Background())
 		defer cancel(nil)
-		for ev := range chat.Stream(ctx, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}}) {
+		for ev := range chat.Stream(ctx, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}}) {
 			if ev.Type == agui.TextMessageStart {
 				cancel(tc.cause)
 			}
@@ -459,16 +374,16 @@ func TestCheck34CallerAbortReason(t *testing.T) {
 func TestCheck35And36AdapterErrors(t *testing.T) {
 	var gotErr error
 	mw := &chat.Middleware{Name: "m", OnError: func(_ *chat.Context, i chat.ErrorInfo) error { gotErr = i.Err; return nil }}
-	a := &turns{t: [][]agui.Event{{{Type: agui.RunStarted}, {Type: agui.RunError, Message: "rate limited", Code: "429"}}}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}})
+	a := &chattest.Adapter{Turns: [][]agui.Event{{{Type: agui.RunStarted}, {Type: agui.RunError, Message: "rate limited", Code: "429"}}}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}})
 	var re *chat.RunError
 	if err != nil || evs[len(evs)-1].Type != agui.RunError || !errors.As(gotErr, &re) || re.Code != "429" {
-		t.Fatalf("adapter RUN_ERROR: err %v events %s onError %v", err, types(evs), gotErr)
+		t.Fatalf("adapter RUN_ERROR: err %v events %s onError %v", err, chattest.Types(evs), gotErr)
 	}
 	gotErr = nil
 	thrown := errors.New("socket closed")
-	b := &turns{err: thrown}
-	_, err = collect(t, chat.Options{Adapter: b, Messages: user("x"), Middleware: []*chat.Middleware{mw}})
+	b := &chattest.Adapter{Err: thrown}
+	_, err = chattest.Collect(t, chat.Options{Adapter: b, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}})
 	if !errors.Is(err, thrown) || !errors.Is(gotErr, thrown) {
 		t.Fatalf("thrown adapter error: stream err %v, onError %v", err, gotErr)
 	}
@@ -484,9 +399,10 @@ func TestCheck37To39TerminalHookFailuresAndDefer(t *testing.T) {
 		return errors.New("f1 failed")
 	}}
 	f2 := &chat.Middleware{Name: "f2", OnFinish: func(*chat.Context, chat.FinishInfo) error { add("f2"); panic("f2 panics") }}
-	a := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{f1, f2}, Debug: chat.DebugNone()})
-	if err == nil || !strings.Contains(err.Error(), "f1 failed") || !strings.Contains(err.Error(), "f2 panics") {
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "x", "stop")}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{f1, f2}, Debug: chat.DebugNone()})
+	var pe *chat.PanicError
+	if err == nil || !strings.Contains(err.Error(), "f1 failed") || !strings.Contains(err.Error(), `middleware "f2" onFinish: panic`) || !errors.As(err, &pe) {
 		t.Fatalf("onFinish failures not surfaced together: %v", err)
 	}
 	if evs[len(evs)-1].Type != agui.RunFinished {
@@ -499,8 +415,8 @@ func TestCheck37To39TerminalHookFailuresAndDefer(t *testing.T) {
 	var second bool
 	e1 := &chat.Middleware{Name: "e1", OnError: func(*chat.Context, chat.ErrorInfo) error { panic("boom") }}
 	e2 := &chat.Middleware{Name: "e2", OnError: func(*chat.Context, chat.ErrorInfo) error { second = true; return nil }}
-	b := &turns{t: [][]agui.Event{{{Type: agui.RunError, Message: "x"}}}}
-	if _, err := collect(t, chat.Options{Adapter: b, Messages: user("x"), Middleware: []*chat.Middleware{e1, e2}, Debug: chat.DebugNone()}); err != nil || !second {
+	b := &chattest.Adapter{Turns: [][]agui.Event{{{Type: agui.RunError, Message: "x"}}}}
+	if _, err := chattest.Collect(t, chat.Options{Adapter: b, Messages: chattest.User("x"), Middleware: []*chat.Middleware{e1, e2}, Debug: chat.DebugNone()}); err != nil || !second {
 		t.Fatalf("onError isolation: err %v second %v", err, second)
 	}
 }
@@ -508,9 +424,9 @@ func TestCheck37To39TerminalHookFailuresAndDefer(t *testing.T) {
 func TestCheck40UsageOncePerRunFinishedWithUsage(t *testing.T) {
 	var totals []int64
 	mw := &chat.Middleware{Name: "u", OnUsage: func(_ *chat.Context, u agui.TokenUsage) error { totals = append(totals, u.TotalTokens); return nil }}
-	noUsage := toolTurn("c1", "add", `{"a":1,"b":1}`)
-	a := &turns{t: [][]agui.Event{noUsage, textTurn("m", "x", "stop")}}
-	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}}); err != nil {
+	noUsage := chattest.ToolTurn("c1", "add", `{"a":1,"b":1}`)
+	a := &chattest.Adapter{Turns: [][]agui.Event{noUsage, chattest.TextTurn("m", "x", "stop")}}
+	if _, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(totals) != 1 || totals[0] != 3 {
@@ -523,10 +439,10 @@ func TestCheck41ShouldContinueFalseStopsAfterResults(t *testing.T) {
 	mw := &chat.Middleware{Name: "once",
 		OnShouldContinue: func(*chat.Context, chat.LoopState) (bool, error) { return false, nil },
 		OnFinish:         func(*chat.Context, chat.FinishInfo) error { finished = true; return nil }}
-	a := &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":1}`), textTurn("m", "x", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}})
-	if err != nil || len(a.reqs) != 1 || evs[len(evs)-1].Type != agui.ToolCallResult || !finished {
-		t.Fatalf("err %v calls %d last %s finished %v", err, len(a.reqs), evs[len(evs)-1].Type, finished)
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.ToolTurn("c1", "add", `{"a":1,"b":1}`), chattest.TextTurn("m", "x", "stop")}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}})
+	if err != nil || len(a.Requests()) != 1 || evs[len(evs)-1].Type != agui.ToolCallResult || !finished {
+		t.Fatalf("err %v calls %d last %s finished %v", err, len(a.Requests()), evs[len(evs)-1].Type, finished)
 	}
 }
 
@@ -542,40 +458,40 @@ func TestCheck42CapabilitiesAndSetupOrder(t *testing.T) {
 		got = v
 		return err
 	}}
-	a := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
-	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{provider, user1}}); err != nil {
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "x", "stop")}}
+	if _, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{provider, user1}}); err != nil {
 		t.Fatal(err)
 	}
 	if got != "pg" || strings.Join(order, ",") != "setup,config,config" {
 		t.Fatalf("got %q order %v", got, order)
 	}
 	// Unmet requires: rejected before any work.
-	b := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
-	_, err := collect(t, chat.Options{Adapter: b, Messages: user("x"), Middleware: []*chat.Middleware{user1}})
-	if err == nil || !strings.Contains(err.Error(), `"db"`) || len(b.reqs) != 0 {
-		t.Fatalf("unmet requires: %v (calls %d)", err, len(b.reqs))
+	b := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "x", "stop")}}
+	_, err := chattest.Collect(t, chat.Options{Adapter: b, Messages: chattest.User("x"), Middleware: []*chat.Middleware{user1}})
+	if err == nil || !strings.Contains(err.Error(), `"db"`) || len(b.Requests()) != 0 {
+		t.Fatalf("unmet requires: %v (calls %d)", err, len(b.Requests()))
 	}
 	// Declared but never provided: the run fails.
 	liar := &chat.Middleware{Name: "liar", Provides: []chat.CapabilityKey{db}}
-	_, err = collect(t, chat.Options{Adapter: b, Messages: user("x"), Middleware: []*chat.Middleware{liar}, Debug: chat.DebugNone()})
+	_, err = chattest.Collect(t, chat.Options{Adapter: b, Messages: chattest.User("x"), Middleware: []*chat.Middleware{liar}, Debug: chat.DebugNone()})
 	if err == nil || !strings.Contains(err.Error(), "never called provide()") {
 		t.Fatalf("unprovided capability: %v", err)
 	}
 }
 
 func TestCheck43DuplicateToolNames(t *testing.T) {
-	a := &turns{}
-	_, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil), addTool(nil)}})
+	a := &chattest.Adapter{}
+	_, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil), addTool(nil)}})
 	var dup *chat.DuplicateToolNameError
-	if !errors.As(err, &dup) || dup.Name != "add" || len(a.reqs) != 0 {
+	if !errors.As(err, &dup) || dup.Name != "add" || len(a.Requests()) != 0 {
 		t.Fatalf("err %v", err)
 	}
 }
 
 func TestCheck44InProcessUsageAndWireForm(t *testing.T) {
-	a := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
-	a.t[0][4].Usage.Extra = map[string]json.RawMessage{"cost": json.RawMessage("0.5")}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x")})
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "x", "stop")}}
+	a.Turns[0][4].Usage.Extra = map[string]json.RawMessage{"cost": json.RawMessage("0.5")}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,8 +518,8 @@ func TestCheck53DebugCategories(t *testing.T) {
 			}
 		}
 		mw := &chat.Middleware{Name: "m", OnStart: func(*chat.Context) error { return nil }}
-		a := &turns{t: [][]agui.Event{{{Type: agui.RunError, Message: "bad"}}}}
-		for range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: user("x"), Debug: d, Middleware: []*chat.Middleware{mw}}) {
+		a := &chattest.Adapter{Turns: [][]agui.Event{{{Type: agui.RunError, Message: "bad"}}}}
+		for range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: chattest.User("x"), Debug: d, Middleware: []*chat.Middleware{mw}}) {
 		}
 		return buf.String()
 	}
@@ -622,8 +538,8 @@ func TestCheck53DebugCategories(t *testing.T) {
 func TestConsumerBreakAbortsAndLeaksNothing(t *testing.T) {
 	var aborted bool
 	mw := &chat.Middleware{Name: "m", OnAbort: func(*chat.Context, chat.AbortInfo) error { aborted = true; return nil }}
-	a := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
-	for ev := range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}}) {
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "x", "stop")}}
+	for ev := range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}}) {
 		if ev.Type == agui.TextMessageStart {
 			break
 		}
@@ -637,8 +553,8 @@ func TestPanickingHookFailsRunWithOnError(t *testing.T) {
 	var gotErr error
 	mw := &chat.Middleware{Name: "bad", OnStart: func(*chat.Context) error { panic("oops") },
 		OnError: func(_ *chat.Context, i chat.ErrorInfo) error { gotErr = i.Err; return nil }}
-	a := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
-	_, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}, Debug: chat.DebugNone()})
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "x", "stop")}}
+	_, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}, Debug: chat.DebugNone()})
 	var he *chat.HookError
 	if !errors.As(err, &he) || he.Hook != "onStart" || gotErr == nil {
 		t.Fatalf("err %v onError %v", err, gotErr)
@@ -661,9 +577,9 @@ func BenchmarkHotPath(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		a := &turns{t: [][]agui.Event{turn}}
+		a := &chattest.Adapter{Turns: [][]agui.Event{turn}}
 		w := agui.NewWriter(io.Discard, agui.WriterOptions{})
-		for ev := range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: user("x"), Middleware: mws}) {
+		for ev := range chat.Stream(context.Background(), chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: mws}) {
 			_ = w.Write(&ev)
 		}
 		_ = w.Close()
@@ -692,8 +608,8 @@ func TestRunDisconnectLateSubscriberFiresAndIsAwaited(t *testing.T) {
 		},
 		OnFinish: func(*chat.Context, chat.FinishInfo) error { close(release); return nil },
 	}
-	a := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
-	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}, Disconnect: d}); err != nil {
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "x", "stop")}}
+	if _, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}, Disconnect: d}); err != nil {
 		t.Fatal(err)
 	}
 	if !fired || !done {
@@ -707,8 +623,8 @@ func TestRunDisconnectLateSubscriberFiresAndIsAwaited(t *testing.T) {
 		n.Subscribe(func(context.Context) error { calls++; return nil })
 		return nil
 	}}
-	b := &turns{t: [][]agui.Event{textTurn("m", "x", "stop")}}
-	if _, err := collect(t, chat.Options{Adapter: b, Messages: user("x"), Middleware: []*chat.Middleware{mw2}, Disconnect: d2}); err != nil {
+	b := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "x", "stop")}}
+	if _, err := chattest.Collect(t, chat.Options{Adapter: b, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw2}, Disconnect: d2}); err != nil {
 		t.Fatal(err)
 	}
 	d2.Notify()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 )
 
 func TestCheck11ToolsRunSequentiallyBeforeNextModelCall(t *testing.T) {
@@ -24,19 +25,19 @@ func TestCheck11ToolsRunSequentiallyBeforeNextModelCall(t *testing.T) {
 			agui.Event{Type: agui.ToolCallArgs, ToolCallID: c[0], Delta: "{}"}, agui.Event{Type: agui.ToolCallEnd, ToolCallID: c[0]})
 	}
 	turn = append(turn, agui.Event{Type: agui.RunFinished, FinishReason: agui.FinishToolCalls})
-	a := &turns{t: [][]agui.Event{turn, textTurn("m", "x", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{mk("second"), mk("first")}})
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn, chattest.TextTurn("m", "x", "stop")}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{mk("second"), mk("first")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(order, ",") != "first,second" {
 		t.Fatalf("execution order %v, want emission order", order)
 	}
-	got := types(evs)
+	got := chattest.Types(evs)
 	if !strings.Contains(got, "RUN_FINISHED TOOL_CALL_RESULT TOOL_CALL_RESULT TEXT_MESSAGE_START") {
 		t.Fatalf("both results must precede the next turn: %s", got)
 	}
-	hist := a.reqs[1].Messages
+	hist := a.Requests()[1].Messages
 	if hist[2].ToolCallID != "c1" || hist[3].ToolCallID != "c2" {
 		t.Fatalf("second call history order: %+v", hist)
 	}
@@ -50,10 +51,10 @@ func TestCheck27OnChunkSeesExtrasTheConsumerDoesNot(t *testing.T) {
 		}
 		return chat.Pass, nil
 	}}
-	turn := textTurn("m", "x", "stop")
+	turn := chattest.TextTurn("m", "x", "stop")
 	turn[4].Model = "gpt-x"
-	a := &turns{t: [][]agui.Event{turn}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}})
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,13 +83,13 @@ func TestCheck28EncryptedValueFollowsSignatureButSkipsOnChunk(t *testing.T) {
 		{Type: agui.TextMessageEnd, MessageID: "m"},
 		{Type: agui.RunFinished, FinishReason: "stop"},
 	}
-	a := &turns{t: [][]agui.Event{turn}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{mw}})
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{mw}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(types(evs), "STEP_FINISHED REASONING_ENCRYPTED_VALUE TEXT_MESSAGE_START") {
-		t.Fatalf("stream: %s", types(evs))
+	if !strings.Contains(chattest.Types(evs), "STEP_FINISHED REASONING_ENCRYPTED_VALUE TEXT_MESSAGE_START") {
+		t.Fatalf("stream: %s", chattest.Types(evs))
 	}
 	for _, ty := range seen {
 		if ty == agui.ReasoningEncryptedValue {
@@ -124,13 +125,13 @@ func TestCheck12To14ClientToolPausesWithSnapshotStateAndNoTerminalHook(t *testin
 		OnFinish: func(*chat.Context, chat.FinishInfo) error { terminal++; return nil },
 		OnAbort:  func(*chat.Context, chat.AbortInfo) error { terminal++; return nil },
 		OnError:  func(*chat.Context, chat.ErrorInfo) error { terminal++; return nil }}
-	a := &turns{t: [][]agui.Event{toolTurn("c1", "pick", `{"q":"x"}`), textTurn("m", "never", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{clientTool("pick")},
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.ToolTurn("c1", "pick", `{"q":"x"}`), chattest.TextTurn("m", "never", "stop")}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{clientTool("pick")},
 		Middleware: []*chat.Middleware{mw}, State: json.RawMessage(`{"step":1}`), RunID: "run-9"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := types(evs)
+	got := chattest.Types(evs)
 	if !strings.HasSuffix(got, "TOOL_CALL_END MESSAGES_SNAPSHOT STATE_SNAPSHOT RUN_FINISHED") || strings.Count(got, "RUN_FINISHED") != 1 {
 		t.Fatalf("pause sequence: %s", got)
 	}
@@ -139,8 +140,8 @@ func TestCheck12To14ClientToolPausesWithSnapshotStateAndNoTerminalHook(t *testin
 		fin.Outcome.Interrupts[0].Reason != "tanstack:client_tool_execution" {
 		t.Fatalf("outcome: %s", agui.AppendJSON(nil, &fin))
 	}
-	if len(a.reqs) != 1 || terminal != 0 {
-		t.Fatalf("model calls %d, terminal hooks %d", len(a.reqs), terminal)
+	if len(a.Requests()) != 1 || terminal != 0 {
+		t.Fatalf("model calls %d, terminal hooks %d", len(a.Requests()), terminal)
 	}
 }
 
@@ -153,8 +154,8 @@ func TestCheck15And16ApprovalInterruptGatesTheBatch(t *testing.T) {
 			agui.Event{Type: agui.ToolCallArgs, ToolCallID: c[0], Delta: c[2]}, agui.Event{Type: agui.ToolCallEnd, ToolCallID: c[0]})
 	}
 	turn = append(turn, agui.Event{Type: agui.RunFinished, FinishReason: agui.FinishToolCalls})
-	a := &turns{t: [][]agui.Event{turn}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), RunID: "run-1",
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), RunID: "run-1",
 		Tools: []*chat.Tool{approvalTool(&deploys), addTool(&adds)}})
 	if err != nil {
 		t.Fatal(err)
@@ -182,13 +183,13 @@ func pausedHistory(calls ...[3]string) []agui.ModelMessage {
 	for _, c := range calls {
 		msg.ToolCalls = append(msg.ToolCalls, agui.ToolCall{ID: c[0], Type: "function", Function: agui.FunctionCall{Name: c[1], Arguments: c[2]}})
 	}
-	return append(user("deploy please"), msg)
+	return append(chattest.User("deploy please"), msg)
 }
 
-func resumeRun(t *testing.T, hist []agui.ModelMessage, parent string, items []chat.ResumeItem, tools ...*chat.Tool) ([]agui.Event, *turns, error) {
+func resumeRun(t *testing.T, hist []agui.ModelMessage, parent string, items []chat.ResumeItem, tools ...*chat.Tool) ([]agui.Event, *chattest.Adapter, error) {
 	t.Helper()
-	a := &turns{t: [][]agui.Event{textTurn("m2", "done", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: hist, RunID: "run-2", ParentRunID: parent, Resume: items, Tools: tools})
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m2", "done", "stop")}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: hist, RunID: "run-2", ParentRunID: parent, Resume: items, Tools: tools})
 	return evs, a, err
 }
 
@@ -199,8 +200,8 @@ func TestCheck17ApproveRunsToolThenModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if deploys != 1 || len(a.reqs) != 1 || !strings.HasPrefix(types(evs), "TOOL_CALL_RESULT RUN_STARTED") {
-		t.Fatalf("deploys %d calls %d stream %s", deploys, len(a.reqs), types(evs))
+	if deploys != 1 || len(a.Requests()) != 1 || !strings.HasPrefix(chattest.Types(evs), "TOOL_CALL_RESULT RUN_STARTED") {
+		t.Fatalf("deploys %d calls %d stream %s", deploys, len(a.Requests()), chattest.Types(evs))
 	}
 }
 
@@ -248,7 +249,7 @@ func TestCheck19EditedArgs(t *testing.T) {
 	evs, _, err := resumeRun(t, pausedHistory([3]string{"c1", "deploy", `{}`}), "run-1",
 		[]chat.ResumeItem{{InterruptID: "approval_c1", Status: "resolved", Payload: payload}}, bare)
 	if err != nil || len(evs) != 1 || evs[0].Type != agui.RunError || !strings.Contains(string(agui.AppendWire(nil, &evs[0])), "invalid-edited-args") {
-		t.Fatalf("err %v stream %s", err, types(evs))
+		t.Fatalf("err %v stream %s", err, chattest.Types(evs))
 	}
 }
 
@@ -256,15 +257,15 @@ func TestCheck20And21StaleAndIncompleteBatches(t *testing.T) {
 	var deploys int
 	item := chat.ResumeItem{InterruptID: "approval_c1", Status: "resolved", Payload: json.RawMessage("true")}
 	evs, a, err := resumeRun(t, pausedHistory([3]string{"c1", "deploy", `{}`}), "", []chat.ResumeItem{item}, approvalTool(&deploys))
-	if err != nil || len(evs) != 1 || evs[0].Code != "stale" || len(a.reqs) != 0 {
-		t.Fatalf("missing parentRunId: err %v stream %s code %q calls %d", err, types(evs), evs[0].Code, len(a.reqs))
+	if err != nil || len(evs) != 1 || evs[0].Code != "stale" || len(a.Requests()) != 0 {
+		t.Fatalf("missing parentRunId: err %v stream %s code %q calls %d", err, chattest.Types(evs), evs[0].Code, len(a.Requests()))
 	}
 	if _, ok := evs[0].TanstackMeta()["interruptErrors"]; !ok {
 		t.Fatal("no interruptErrors")
 	}
 	evs, a, err = resumeRun(t, pausedHistory([3]string{"c1", "deploy", `{}`}, [3]string{"c2", "deploy", `{}`}), "run-1", []chat.ResumeItem{item}, approvalTool(&deploys))
 	wire := string(agui.AppendWire(nil, &evs[0]))
-	if err != nil || len(evs) != 1 || !strings.Contains(wire, "incomplete-batch") || deploys != 0 || len(a.reqs) != 0 {
+	if err != nil || len(evs) != 1 || !strings.Contains(wire, "incomplete-batch") || deploys != 0 || len(a.Requests()) != 0 {
 		t.Fatalf("incomplete batch: %v %s deploys %d", err, wire, deploys)
 	}
 }
@@ -276,10 +277,10 @@ func TestCheck22And23ClientResultsAndPlaceholders(t *testing.T) {
 		t.Fatal(err)
 	}
 	if evs[0].Type != agui.ToolCallResult || evs[0].Content != `{"picked":"red"}` {
-		t.Fatalf("client result: %s", types(evs))
+		t.Fatalf("client result: %s", chattest.Types(evs))
 	}
-	if m := a.reqs[0].Messages[2]; m.Role != "tool" || m.Content.String() != `{"picked":"red"}` {
-		t.Fatalf("history: %+v", a.reqs[0].Messages)
+	if m := a.Requests()[0].Messages[2]; m.Role != "tool" || m.Content.String() != `{"picked":"red"}` {
+		t.Fatalf("history: %+v", a.Requests()[0].Messages)
 	}
 	// An answered call is not re-run; a pendingExecution placeholder is, in place.
 	var adds []addIn
@@ -289,8 +290,8 @@ func TestCheck22And23ClientResultsAndPlaceholders(t *testing.T) {
 	}
 	placeholder := append(pausedHistory([3]string{"c1", "add", `{"a":1,"b":1}`}), agui.ModelMessage{Role: "tool", ToolCallID: "c1", Content: agui.Text(`{"approved":true,"pendingExecution":true}`)})
 	_, a, err = resumeRun(t, placeholder, "", nil, addTool(&adds))
-	if err != nil || len(adds) != 1 || len(a.reqs[0].Messages) != 3 || a.reqs[0].Messages[2].Content.String() != `{"sum":2}` {
-		t.Fatalf("placeholder: %v adds %d history %+v", err, len(adds), a.reqs[0].Messages)
+	if err != nil || len(adds) != 1 || len(a.Requests()[0].Messages) != 3 || a.Requests()[0].Messages[2].Content.String() != `{"sum":2}` {
+		t.Fatalf("placeholder: %v adds %d history %+v", err, len(adds), a.Requests()[0].Messages)
 	}
 }
 
@@ -304,12 +305,12 @@ func TestCheck46SignedThinkingCarriedBack(t *testing.T) {
 		{Type: agui.ReasoningEncryptedValue, Subtype: "message", EntityID: "r", EncryptedValue: "sig"},
 		{Type: agui.ReasoningEnd, MessageID: "r"},
 	}
-	turn = append(turn, toolTurn("c1", "add", `{"a":1,"b":1}`)[1:]...)
-	a := &turns{t: [][]agui.Event{turn, textTurn("m", "x", "stop")}}
-	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}}); err != nil {
+	turn = append(turn, chattest.ToolTurn("c1", "add", `{"a":1,"b":1}`)[1:]...)
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn, chattest.TextTurn("m", "x", "stop")}}
+	if _, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil)}}); err != nil {
 		t.Fatal(err)
 	}
-	th := a.reqs[1].Messages[1].Thinking
+	th := a.Requests()[1].Messages[1].Thinking
 	if len(th) != 1 || th[0].Content != "let me think" || th[0].Signature != "sig" {
 		t.Fatalf("thinking carried back: %+v", th)
 	}
@@ -320,9 +321,9 @@ type answer struct {
 	Confidence *float64 `json:"confidence,omitempty"`
 }
 
-// structuredAdapter adds a one-shot structured-output call to turns.
+// structuredAdapter adds a one-shot structured-output call to a scripted adapter.
 type structuredAdapter struct {
-	*turns
+	*chattest.Adapter
 	raw    string
 	schema json.RawMessage
 	calls  int
@@ -354,14 +355,14 @@ func TestCheck48And51StructuredWithoutToolsAndNullWidening(t *testing.T) {
 		OnUsage:  func(_ *chat.Context, u agui.TokenUsage) error { usage = append(usage, u.TotalTokens); return nil },
 		OnFinish: func(_ *chat.Context, i chat.FinishInfo) error { finish = &i; return nil },
 	}
-	a := &structuredAdapter{turns: &turns{}, raw: `{"answer":"4","confidence":null}`}
+	a := &structuredAdapter{Adapter: &chattest.Adapter{}, raw: `{"answer":"4","confidence":null}`}
 	schema := json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"},"confidence":{"type":"number"}},"required":["answer"]}`)
-	got, err := chat.Structured[answer](context.Background(), chat.Options{Adapter: a, Messages: user("2+2?"), Middleware: []*chat.Middleware{mw}, OutputSchema: schema})
+	got, err := chat.Structured[answer](context.Background(), chat.Options{Adapter: a, Messages: chattest.User("2+2?"), Middleware: []*chat.Middleware{mw}, OutputSchema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Answer != "4" || got.Confidence != nil || len(a.reqs) != 0 || a.calls != 1 {
-		t.Fatalf("got %+v, chatStream calls %d, structured calls %d", got, len(a.reqs), a.calls)
+	if got.Answer != "4" || got.Confidence != nil || len(a.Requests()) != 0 || a.calls != 1 {
+		t.Fatalf("got %+v, chatStream calls %d, structured calls %d", got, len(a.Requests()), a.calls)
 	}
 	if len(phases) != 1 || phases[0] != chat.PhaseStructuredOutput || len(usage) != 1 || usage[0] != 7 {
 		t.Fatalf("phases %v usage %v", phases, usage)
@@ -381,9 +382,9 @@ func TestCheck48And51StructuredWithoutToolsAndNullWidening(t *testing.T) {
 }
 
 func TestCheck49StructuredStreamShape(t *testing.T) {
-	a := &structuredAdapter{turns: &turns{}, raw: `{"answer":"4"}`}
+	a := &structuredAdapter{Adapter: &chattest.Adapter{}, raw: `{"answer":"4"}`}
 	schema := json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}`)
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), OutputSchema: schema})
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), OutputSchema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +403,7 @@ func TestCheck49StructuredStreamShape(t *testing.T) {
 }
 
 // combinedAdapter supports tools and schema in one call (text source).
-type combinedAdapter struct{ *turns }
+type combinedAdapter struct{ *chattest.Adapter }
 
 func (combinedAdapter) SupportsCombinedToolsAndSchema(map[string]any) bool   { return true }
 func (combinedAdapter) CombinedStructuredOutputSource(map[string]any) string { return "text" }
@@ -411,13 +412,13 @@ func TestCheck50NativeCombined(t *testing.T) {
 	var soConfig bool
 	mw := &chat.Middleware{Name: "m", OnStructuredOutputConfig: func(*chat.Context, *chat.StructuredOutputConfig) error { soConfig = true; return nil }}
 	schema := json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}`)
-	a := combinedAdapter{&turns{t: [][]agui.Event{textTurn("m", `{"answer":"4"}`, "stop")}}}
-	got, err := chat.Structured[answer](context.Background(), chat.Options{Adapter: a, Messages: user("x"), OutputSchema: schema, Middleware: []*chat.Middleware{mw}})
-	if err != nil || got.Answer != "4" || soConfig || len(a.reqs) != 1 || a.reqs[0].OutputSchema == nil {
+	a := combinedAdapter{&chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", `{"answer":"4"}`, "stop")}}}
+	got, err := chat.Structured[answer](context.Background(), chat.Options{Adapter: a, Messages: chattest.User("x"), OutputSchema: schema, Middleware: []*chat.Middleware{mw}})
+	if err != nil || got.Answer != "4" || soConfig || len(a.Requests()) != 1 || a.Requests()[0].OutputSchema == nil {
 		t.Fatalf("got %+v err %v soConfig %v", got, err, soConfig)
 	}
-	b := combinedAdapter{&turns{t: [][]agui.Event{textTurn("m", `{"answer":`, "stop")}}}
-	_, err = chat.Structured[answer](context.Background(), chat.Options{Adapter: b, Messages: user("x"), OutputSchema: schema})
+	b := combinedAdapter{&chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", `{"answer":`, "stop")}}}
+	_, err = chat.Structured[answer](context.Background(), chat.Options{Adapter: b, Messages: chattest.User("x"), OutputSchema: schema})
 	var re *chat.RunError
 	if !asRunError(err, &re) || re.Code != chat.CodeStructuredParse || !strings.HasPrefix(re.Message, "Failed to parse structured output as JSON. Content: {\"answer\":") {
 		t.Fatalf("bad JSON: %v", err)
@@ -438,19 +439,19 @@ func TestCheck47LazyToolsHiddenUntilDiscovered(t *testing.T) {
 	lazyAdd := addTool(&calls)
 	lazyAdd.Lazy = true
 	lazyAdd.Description = "Add two numbers. Exactly."
-	a := &turns{t: [][]agui.Event{
-		toolTurn("c1", "add", `{"a":1,"b":2}`), // too early
-		toolTurn("c2", chat.DiscoveryToolName, `{"toolNames":["add","nope"]}`),
-		toolTurn("c3", "add", `{"a":1,"b":2}`),
-		textTurn("m", "3", "stop"),
+	a := &chattest.Adapter{Turns: [][]agui.Event{
+		chattest.ToolTurn("c1", "add", `{"a":1,"b":2}`), // too early
+		chattest.ToolTurn("c2", chat.DiscoveryToolName, `{"toolNames":["add","nope"]}`),
+		chattest.ToolTurn("c3", "add", `{"a":1,"b":2}`),
+		chattest.TextTurn("m", "3", "stop"),
 	}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{lazyAdd}, LazyTools: chat.LazyTools{IncludeDescription: "first-sentence"}})
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{lazyAdd}, LazyTools: chat.LazyTools{IncludeDescription: "first-sentence"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	names := func(i int) []string {
 		var n []string
-		for _, s := range a.reqs[i].Tools {
+		for _, s := range a.Requests()[i].Tools {
 			n = append(n, s.Name)
 		}
 		return n
@@ -458,7 +459,7 @@ func TestCheck47LazyToolsHiddenUntilDiscovered(t *testing.T) {
 	if got := names(0); len(got) != 1 || got[0] != chat.DiscoveryToolName {
 		t.Fatalf("first call advertised %v", got)
 	}
-	if d := a.reqs[0].Tools[0].Description; !strings.Contains(d, "Available tools: [add — Add two numbers.]") {
+	if d := a.Requests()[0].Tools[0].Description; !strings.Contains(d, "Available tools: [add — Add two numbers.]") {
 		t.Fatalf("discovery description: %s", d)
 	}
 	if got := names(2); len(got) != 1 || got[0] != "add" {
@@ -499,18 +500,18 @@ func TestGenericInterruptRoundTrip(t *testing.T) {
 			return "continue", nil
 		},
 	}
-	run := func(a *turns, runID, parent string, resume []chat.ResumeItem) ([]agui.Event, error) {
-		return collect(t, chat.Options{Adapter: a, Messages: user("x"), RunID: runID, ParentRunID: parent, Resume: resume,
+	run := func(a *chattest.Adapter, runID, parent string, resume []chat.ResumeItem) ([]agui.Event, error) {
+		return chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), RunID: runID, ParentRunID: parent, Resume: resume,
 			Interrupts: defs, Middleware: []*chat.Middleware{gate}})
 	}
-	a := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "never", "stop")}}
 	evs, err := run(a, "run-1", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fin := evs[len(evs)-1]
-	if fin.Outcome == nil || fin.Outcome.Type != "interrupt" || len(a.reqs) != 0 {
-		t.Fatalf("no generic interrupt: %s", types(evs))
+	if fin.Outcome == nil || fin.Outcome.Type != "interrupt" || len(a.Requests()) != 0 {
+		t.Fatalf("no generic interrupt: %s", chattest.Types(evs))
 	}
 	it := fin.Outcome.Interrupts[0]
 	if !strings.HasPrefix(it.ID, "interrupt-") || it.Reason != "confirm" || string(it.ResponseSchema) != `{"type":"boolean"}` {
@@ -520,33 +521,33 @@ func TestGenericInterruptRoundTrip(t *testing.T) {
 		return []chat.ResumeItem{{InterruptID: it.ID, Status: "resolved", Payload: json.RawMessage(payload), Metadata: chat.Continuation(it)}}
 	}
 	// "false": the policy stops the run without a model call.
-	b := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
+	b := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "never", "stop")}}
 	evs, err = run(b, "run-2", "run-1", answer("false"))
-	if err != nil || len(b.reqs) != 0 || len(gotRes) != 1 || gotRes[0].Definition != "confirm" || gotRes[0].Key != "deploy" || evs[len(evs)-1].Type != agui.RunFinished {
-		t.Fatalf("stop policy: err %v calls %d res %+v stream %s", err, len(b.reqs), gotRes, types(evs))
+	if err != nil || len(b.Requests()) != 0 || len(gotRes) != 1 || gotRes[0].Definition != "confirm" || gotRes[0].Key != "deploy" || evs[len(evs)-1].Type != agui.RunFinished {
+		t.Fatalf("stop policy: err %v calls %d res %+v stream %s", err, len(b.Requests()), gotRes, chattest.Types(evs))
 	}
 	// "true": the run continues to the model.
-	c := &turns{t: [][]agui.Event{textTurn("m", "go", "stop")}}
-	if _, err := run(c, "run-3", "run-1", answer("true")); err != nil || len(c.reqs) != 1 {
-		t.Fatalf("continue policy: %v calls %d", err, len(c.reqs))
+	c := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "go", "stop")}}
+	if _, err := run(c, "run-3", "run-1", answer("true")); err != nil || len(c.Requests()) != 1 {
+		t.Fatalf("continue policy: %v calls %d", err, len(c.Requests()))
 	}
 	// An answer that fails the definition's schema: invalid-payload, nothing runs.
-	d := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
+	d := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "never", "stop")}}
 	evs, _ = run(d, "run-4", "run-1", answer(`"yes"`))
-	if len(evs) != 1 || !strings.Contains(string(agui.AppendWire(nil, &evs[0])), "invalid-payload") || len(d.reqs) != 0 {
-		t.Fatalf("bad payload: %s", types(evs))
+	if len(evs) != 1 || !strings.Contains(string(agui.AppendWire(nil, &evs[0])), "invalid-payload") || len(d.Requests()) != 0 {
+		t.Fatalf("bad payload: %s", chattest.Types(evs))
 	}
 	// An id that was never issued (no continuation): unknown-interrupt.
-	e := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
+	e := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "never", "stop")}}
 	evs, _ = run(e, "run-5", "run-1", []chat.ResumeItem{{InterruptID: "interrupt-123-forged", Status: "resolved", Payload: json.RawMessage("true")}})
-	if len(evs) != 1 || evs[0].Code != "unknown-interrupt" || len(e.reqs) != 0 {
-		t.Fatalf("forged id: %s %q", types(evs), evs[0].Code)
+	if len(evs) != 1 || evs[0].Code != "unknown-interrupt" || len(e.Requests()) != 0 {
+		t.Fatalf("forged id: %s %q", chattest.Types(evs), evs[0].Code)
 	}
 	// A continuation for a definition this server lacks: stale.
-	f := &turns{t: [][]agui.Event{textTurn("m", "never", "stop")}}
-	evs, _ = collect(t, chat.Options{Adapter: f, Messages: user("x"), RunID: "run-6", ParentRunID: "run-1", Resume: answer("true")})
+	f := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "never", "stop")}}
+	evs, _ = chattest.Collect(t, chat.Options{Adapter: f, Messages: chattest.User("x"), RunID: "run-6", ParentRunID: "run-1", Resume: answer("true")})
 	if len(evs) != 1 || evs[0].Code != "stale" {
-		t.Fatalf("unknown definition: %s %q", types(evs), evs[0].Code)
+		t.Fatalf("unknown definition: %s %q", chattest.Types(evs), evs[0].Code)
 	}
 }
 
@@ -555,19 +556,19 @@ func TestResumeClientOutputCheckedAgainstOutputSchema(t *testing.T) {
 	pick.OutputSchema = json.RawMessage(`{"type":"object","properties":{"picked":{"type":"string"}},"required":["picked"]}`)
 	evs, a, err := resumeRun(t, pausedHistory([3]string{"c1", "pick", `{}`}), "run-1",
 		[]chat.ResumeItem{{InterruptID: "client_tool_c1", Status: "resolved", Payload: json.RawMessage(`{"colour":1}`)}}, pick)
-	if err != nil || len(evs) != 1 || evs[0].Code != "invalid-tool-output" || len(a.reqs) != 0 {
-		t.Fatalf("err %v stream %s code %q", err, types(evs), evs[0].Code)
+	if err != nil || len(evs) != 1 || evs[0].Code != "invalid-tool-output" || len(a.Requests()) != 0 {
+		t.Fatalf("err %v stream %s code %q", err, chattest.Types(evs), evs[0].Code)
 	}
 }
 
 func TestCheck07ExactlyOneToolCallEndPerCall(t *testing.T) {
-	a := &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":2}`), textTurn("m", "x", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}})
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.ToolTurn("c1", "add", `{"a":1,"b":2}`), chattest.TextTurn("m", "x", "stop")}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(types(evs), "TOOL_CALL_END"); n != 1 {
-		t.Fatalf("%d TOOL_CALL_END events for one call: %s", n, types(evs))
+	if n := strings.Count(chattest.Types(evs), "TOOL_CALL_END"); n != 1 {
+		t.Fatalf("%d TOOL_CALL_END events for one call: %s", n, chattest.Types(evs))
 	}
 }
 
@@ -601,8 +602,8 @@ func TestSeedStructuredOutputLifecycle(t *testing.T) {
 			return nil
 		},
 	}
-	a := &structuredAdapter{turns: &turns{t: [][]agui.Event{toolTurn("c1", "add", `{"a":1,"b":2}`), textTurn("m", "done", "stop")}}, raw: `{"answer":"3"}`}
-	if _, err := chat.Structured[answer](context.Background(), chat.Options{Adapter: a, Messages: user("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}}); err != nil {
+	a := &structuredAdapter{Adapter: &chattest.Adapter{Turns: [][]agui.Event{chattest.ToolTurn("c1", "add", `{"a":1,"b":2}`), chattest.TextTurn("m", "done", "stop")}}, raw: `{"answer":"3"}`}
+	if _, err := chat.Structured[answer](context.Background(), chat.Options{Adapter: a, Messages: chattest.User("x"), Tools: []*chat.Tool{addTool(nil)}, Middleware: []*chat.Middleware{mw}}); err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(log, " ")

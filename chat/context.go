@@ -122,10 +122,10 @@ func NewCapability[T any](name string) *Capability[T] { return &Capability[T]{na
 func (k *Capability[T]) Name() string { return k.name }
 func (k *Capability[T]) capability()  {}
 
-// ErrCapabilityMissing is returned by Get when nothing provided the capability.
-type ErrCapabilityMissing struct{ Name string }
+// CapabilityMissingError is returned by Get when nothing provided the capability.
+type CapabilityMissingError struct{ Name string }
 
-func (e *ErrCapabilityMissing) Error() string {
+func (e *CapabilityMissingError) Error() string {
 	return fmt.Sprintf("Capability %q was requested but never provided. Add a middleware that provides it.", e.Name)
 }
 
@@ -134,7 +134,7 @@ func (k *Capability[T]) Get(c *Context) (T, error) {
 	v, ok := c.Lookup(k)
 	if !ok {
 		var zero T
-		return zero, &ErrCapabilityMissing{Name: k.name}
+		return zero, &CapabilityMissingError{Name: k.name}
 	}
 	return v.(T), nil
 }

@@ -3,6 +3,8 @@ package chat
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sync"
 )
 
@@ -74,7 +76,8 @@ func (d *RunDisconnect) start(fn func(context.Context) error) {
 	d.wg.Go(func() {
 		defer func() {
 			if p := recover(); p != nil {
-				d.log.Log(CatErrors, fmt.Sprintf("run disconnect listener panicked: %v", p))
+				// Isolated, like its errors: bookkeeping must not fail the run.
+				d.log.Log(CatErrors, fmt.Sprintf("run disconnect listener panicked: %v", p), slog.String("stack", string(debug.Stack())))
 			}
 		}()
 		if err := fn(d.ctx); err != nil {

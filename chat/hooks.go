@@ -13,8 +13,13 @@ import (
 // callHook runs one hook, turning a panic into an error.
 func (r *run) callHook(m *Middleware, hook string, fn func() error) (err error) {
 	defer func() {
+		if r.yielding {
+			return // the consumer's panic, reached through an Emit: theirs
+		}
 		if p := recover(); p != nil {
-			err = &HookError{Middleware: m.Name, Hook: hook, Err: fmt.Errorf("panic: %v", p)}
+			pe := r.recovered(fmt.Sprintf("middleware %q %s", m.Name, hook), p)
+			pe.Source = "" // the HookError names it
+			err = &HookError{Middleware: m.Name, Hook: hook, Err: pe}
 		}
 	}()
 	if r.log.Enabled(CatMiddleware) && hook != "onChunk" {
@@ -133,6 +138,7 @@ func (r *run) finishUsage() *agui.TokenUsage {
 // runOnFinish runs every OnFinish; failures are joined and returned after
 // all have run.
 func (r *run) runOnFinish() error {
+	r.end = endFinished
 	r.disconnect.terminal()
 	info := FinishInfo{FinishReason: r.lastFinishReason, Duration: time.Since(r.start), Content: string(r.accumulated), Usage: r.finishUsage()}
 	var errs []error
@@ -154,6 +160,7 @@ func (r *run) runOnFinish() error {
 }
 
 func (r *run) runAbort(reason string) {
+	r.end = endAborted
 	r.disconnect.terminal()
 	info := AbortInfo{Reason: reason, Duration: time.Since(r.start), CancelRequested: reason == CancelRequestedReason}
 	r.aborted = &AbortError{Reason: reason, CancelRequested: info.CancelRequested}
@@ -168,6 +175,7 @@ func (r *run) runAbort(reason string) {
 }
 
 func (r *run) runOnError(err error) {
+	r.end = endFailed
 	r.disconnect.terminal()
 	info := ErrorInfo{Err: err, Duration: time.Since(r.start)}
 	for _, m := range r.mws {

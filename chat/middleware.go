@@ -26,10 +26,13 @@ const (
 // Options.Middleware, with the composition of each hook documented on its
 // field. A hook that returns an error or panics fails the run (onError),
 // except the terminal and sandbox hooks, whose failures are logged and
-// isolated.
+// isolated. A panic (in a hook, a tool, the adapter or a strategy) is
+// recovered: its stack is logged under CatErrors and the run's stream ends
+// with a *RunError of code CodeInternal wrapping a *PanicError.
 //
-// A Middleware value may serve many runs at once; keep per-run state in
-// closures created per run or keyed by Context.RunID.
+// A Middleware value may serve many runs at once; keep per-run state in a
+// private capability provided in Setup (see "Per-run state" in the package
+// documentation).
 type Middleware struct {
 	Name string
 
@@ -56,9 +59,11 @@ type Middleware struct {
 	// OnShouldContinue votes on another iteration; the votes are ANDed and
 	// the first false stops the asking.
 	OnShouldContinue func(c *Context, state LoopState) (bool, error)
-	// OnChunk sees every chunk. Piped per chunk: return Pass, Replace,
-	// Expand or Drop. A dropped chunk is never seen by later middleware.
-	// The event must not be modified in place.
+	// OnChunk sees every chunk. Piped per chunk: return Pass, Replace or
+	// Drop. A dropped chunk is never seen by later middleware. The event is
+	// the hook's own copy, valid until it returns: changing it in place
+	// changes nothing for later middleware or the client; return Replace to
+	// change a chunk.
 	OnChunk func(c *Context, ev *agui.Event) (ChunkAction, error)
 	// OnBeforeToolCall may transform arguments, skip the call with a result,
 	// or abort the run. First-win: the first non-zero decision stands and
@@ -216,20 +221,31 @@ type ToolCallHook struct {
 
 // ToolDecision is an OnBeforeToolCall result. The zero value continues.
 type ToolDecision struct {
-	kind   uint8
+	kind   decisionKind
 	args   json.RawMessage
 	result any
 	reason string
 }
 
+type decisionKind uint8
+
+const (
+	decideContinue decisionKind = iota // the zero value: ask the next middleware
+	decideTransform
+	decideSkip
+	decideAbort
+)
+
 // TransformArgs runs the tool with different arguments.
-func TransformArgs(args json.RawMessage) ToolDecision { return ToolDecision{kind: 1, args: args} }
+func TransformArgs(args json.RawMessage) ToolDecision {
+	return ToolDecision{kind: decideTransform, args: args}
+}
 
 // Skip does not run the tool and uses result instead.
-func Skip(result any) ToolDecision { return ToolDecision{kind: 2, result: result} }
+func Skip(result any) ToolDecision { return ToolDecision{kind: decideSkip, result: result} }
 
 // AbortRun aborts the whole run with reason.
-func AbortRun(reason string) ToolDecision { return ToolDecision{kind: 3, reason: reason} }
+func AbortRun(reason string) ToolDecision { return ToolDecision{kind: decideAbort, reason: reason} }
 
 // AfterToolCallInfo is passed to OnAfterToolCall.
 type AfterToolCallInfo struct {
@@ -333,8 +349,14 @@ type InterruptResolution struct {
 }
 
 // ToolResume is the policy for pending tool calls after generic interrupts
-// resolve: "" or "continue", "cancel", "stop".
+// resolve. The zero value is ToolResumeContinue.
 type ToolResume string
+
+const (
+	ToolResumeContinue ToolResume = "continue" // pending tool calls run
+	ToolResumeCancel   ToolResume = "cancel"   // every pending tool call is cancelled
+	ToolResumeStop     ToolResume = "stop"     // the run ends at once
+)
 
 // ResumeItem answers one interrupt of the parent run.
 type ResumeItem struct {

@@ -353,8 +353,8 @@ func (r *run) resolveGeneric(res []InterruptResolution, pending []pendingInterru
 				Message: fmt.Sprintf("Interrupt %s has invalid status %s.", x.InterruptID, x.Status)}}}
 		}
 	}
-	policy := ToolResume("continue")
-	rank := map[ToolResume]int{"": 0, "continue": 0, "cancel": 1, "stop": 2}
+	policy := ToolResumeContinue
+	rank := map[ToolResume]int{"": 0, ToolResumeContinue: 0, ToolResumeCancel: 1, ToolResumeStop: 2}
 	for _, m := range r.mws {
 		if m.OnInterruptResolution == nil {
 			continue
@@ -372,9 +372,9 @@ func (r *run) resolveGeneric(res []InterruptResolution, pending []pendingInterru
 		}
 	}
 	switch policy {
-	case "stop":
+	case ToolResumeStop:
 		r.earlyTermination = true
-	case "cancel":
+	case ToolResumeCancel:
 		for _, tc := range r.pendingFromMessages() {
 			r.cancelledIDs[tc.ID] = true
 		}
@@ -461,4 +461,18 @@ func (r *run) resumeErrorEvent(e *ResumeError) agui.Event {
 	raw, _ := marshalCompact(e.Errors)
 	return agui.WithTanstack(agui.Event{Type: agui.RunError, Timestamp: now(), Message: e.Error(), Code: e.Code()},
 		map[string]any{"runId": r.runID(), "threadId": r.threadID, interruptErrorsMetaName: json.RawMessage(raw)})
+}
+
+// resumeState holds the answers to the parent run's interrupts.
+type resumeState struct {
+	approvals     map[string]approvalDecision
+	clientResults map[string]json.RawMessage
+	cancelledIDs  map[string]bool
+	deniedResults map[string]any
+}
+
+type approvalDecision struct {
+	approved   bool
+	editedArgs json.RawMessage
+	payload    json.RawMessage
 }

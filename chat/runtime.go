@@ -111,7 +111,8 @@ func (r *run) runSandboxHook(m *Middleware, name string, h func(*Context, FileEv
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.Log(CatErrors, fmt.Sprintf("hook=%s middleware=%s threw: panic: %v", name, mname, p))
+			// Sandbox hooks are isolated: logged with the stack, the run goes on.
+			r.recovered(fmt.Sprintf("middleware %q %s", mname, name), p)
 		}
 	}()
 	if err := h(r.mctx, e); err != nil {
@@ -185,7 +186,7 @@ func (r *run) boundaryWith(phase Phase, calls []agui.ToolCall) (bool, error) {
 	if err := r.interruptTerminal(fin, nil, nil, reqs); err != nil {
 		return false, err
 	}
-	r.toolPhase = "wait"
+	r.toolPhase = phaseWait
 	return true, nil
 }
 
@@ -373,4 +374,12 @@ func approvalResponseSchema(input, approval json.RawMessage) any {
 		map[string]any{"type": "object", "properties": approve, "required": reqA, "additionalProperties": false},
 		map[string]any{"type": "object", "properties": reject, "required": reqR, "additionalProperties": false},
 	}}
+}
+
+// eventQueue holds CUSTOM chunks emitted from other goroutines (tools,
+// sandbox watchers) until the run goroutine pipes them.
+type eventQueue struct {
+	queueMu  sync.Mutex
+	queue    []agui.Event
+	queueSig chan struct{}
 }

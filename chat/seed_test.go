@@ -8,6 +8,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 )
 
 // The seed's analytics middleware: onStart, onUsage, and deferred side
@@ -26,8 +27,8 @@ func TestSeedAnalyticsMiddleware(t *testing.T) {
 		},
 		OnError: func(*chat.Context, chat.ErrorInfo) error { add("error"); return nil },
 	}
-	a := &turns{t: [][]agui.Event{textTurn("m", "hi", "stop")}}
-	if _, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{analytics}}); err != nil {
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "hi", "stop")}}
+	if _, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{analytics}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(log, ","); got != "started test-1,tokens,posted stop" {
@@ -70,8 +71,8 @@ func TestSeedCompositionOrder(t *testing.T) {
 		},
 		OnFinish: func(*chat.Context, chat.FinishInfo) error { order = append(order, "transform.finish"); return nil },
 	}
-	a := &turns{t: [][]agui.Event{textTurn("m", "hi", "stop")}}
-	evs, err := collect(t, chat.Options{Adapter: a, Messages: user("x"), Middleware: []*chat.Middleware{logging, transform}})
+	a := &chattest.Adapter{Turns: [][]agui.Event{chattest.TextTurn("m", "hi", "stop")}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{logging, transform}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestSeedCompositionOrder(t *testing.T) {
 	if got := strings.Join(order, ","); got != want {
 		t.Fatalf("order\n got %s\nwant %s", got, want)
 	}
-	req := a.reqs[0]
+	req := a.Requests()[0]
 	if req.SystemPrompts[len(req.SystemPrompts)-1].Content != "Always respond in JSON." || req.ModelOptions["temperature"] != 0.2 {
 		t.Fatalf("config not applied: %+v %+v", req.SystemPrompts, req.ModelOptions)
 	}

@@ -225,12 +225,12 @@ func (r *run) structuredFinalization() error {
 	}
 	req := r.buildRequest()
 	req.Tools = nil
-	var stream iter.Seq2[agui.Event, error]
-	if st, ok := r.opts.Adapter.(StructuredOutputStreamer); ok {
-		stream = st.StructuredOutputStream(r.runCtx, req, soCfg.OutputSchema)
-	} else {
-		stream = r.fallbackStructured(req, soCfg.OutputSchema)
-	}
+	stream := r.guardStream(r.adapterLabel(), func() iter.Seq2[agui.Event, error] {
+		if st, ok := r.opts.Adapter.(StructuredOutputStreamer); ok {
+			return st.StructuredOutputStream(r.runCtx, req, soCfg.OutputSchema)
+		}
+		return r.fallbackStructured(req, soCfg.OutputSchema)
+	})
 	runErrorYielded := false
 	for chunk, err := range stream {
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -36,7 +37,9 @@ type Tool struct {
 	// ValidateInput validates arguments against InputSchema before Execute.
 	ValidateInput bool
 
-	resolved *jsonschema.Resolved
+	// resolved caches the compiled InputSchema; a Tool is shared by
+	// concurrent runs, so it is set atomically (a lost race compiles twice).
+	resolved atomic.Pointer[jsonschema.Resolved]
 }
 
 // NewTool builds a server tool from a typed Go function. The input and
@@ -96,7 +99,8 @@ func (t *Tool) validate(args json.RawMessage) error {
 	if !t.ValidateInput || len(t.InputSchema) == 0 {
 		return nil
 	}
-	if t.resolved == nil {
+	resolved := t.resolved.Load()
+	if resolved == nil {
 		var s jsonschema.Schema
 		if err := json.Unmarshal(t.InputSchema, &s); err != nil {
 			return fmt.Errorf("invalid input schema: %w", err)
@@ -105,13 +109,14 @@ func (t *Tool) validate(args json.RawMessage) error {
 		if err != nil {
 			return fmt.Errorf("invalid input schema: %w", err)
 		}
-		t.resolved = r
+		t.resolved.Store(r)
+		resolved = r
 	}
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
 		return err
 	}
-	return t.resolved.Validate(v)
+	return resolved.Validate(v)
 }
 
 // validateJSON checks a JSON value against a JSON Schema.

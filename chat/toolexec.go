@@ -116,7 +116,10 @@ func marshalCompact(v any) ([]byte, error) { return agui.Marshal(v) }
 func (r *run) processToolCalls() error {
 	if !r.shouldExecuteToolPhase() || r.finished == nil {
 		r.lastTurnToolCallCount = 0
-		r.toolPhase = "stop"
+		r.toolPhase = phaseStop
+		if !r.tanstack && r.calls.has() {
+			return r.reportSkippedCalls()
+		}
 		return nil
 	}
 	calls := r.calls.list()
@@ -145,7 +148,7 @@ func (r *run) processToolCalls() error {
 			return err
 		}
 		r.calls.reset()
-		r.toolPhase = "continue"
+		r.toolPhase = phaseContinue
 		return nil
 	}
 	r.mctx.Phase = PhaseBeforeTools
@@ -158,7 +161,7 @@ func (r *run) processToolCalls() error {
 	}
 	r.mctx.Phase = PhaseAfterTools
 	if r.middlewareAborted || r.cancelled() {
-		r.toolPhase = "stop"
+		r.toolPhase = phaseStop
 		return nil
 	}
 	all := append(res.results, deferredErrs...)
@@ -184,7 +187,7 @@ func (r *run) processToolCalls() error {
 		if err := r.interruptTerminal(fin, res.needsApproval, res.needsClient, reqs); err != nil {
 			return err
 		}
-		r.toolPhase = "wait"
+		r.toolPhase = phaseWait
 		return nil
 	}
 	if len(res.needsApproval) > 0 || len(res.needsClient) > 0 {
@@ -195,7 +198,7 @@ func (r *run) processToolCalls() error {
 		if err := r.interruptTerminal(r.finishedOrSynthetic(), res.needsApproval, res.needsClient, nil); err != nil {
 			return err
 		}
-		r.toolPhase = "wait"
+		r.toolPhase = phaseWait
 		return nil
 	}
 	r.flushHeld(&r.heldToolFinished)
@@ -207,8 +210,44 @@ func (r *run) processToolCalls() error {
 		r.syncContext()
 	}
 	r.calls.reset()
-	r.toolPhase = "continue"
+	r.toolPhase = phaseContinue
 	return nil
+}
+
+// reportSkippedCalls answers the complete tool calls of a turn whose tool
+// phase does not run (agui profile): the client saw each call stream, so
+// each gets a TOOL_CALL_RESULT saying why it did not run, and the
+// conversation records the call and that result, so the next request is
+// consistent (a call left unanswered would run on the next request, or be
+// refused by the provider). 0.58.0 drops them silently.
+func (r *run) reportSkippedCalls() error {
+	calls := r.calls.list()
+	reason := r.skipReason()
+	r.addAssistantToolCallMessage(calls)
+	results := make([]ToolResult, 0, len(calls))
+	for _, tc := range calls {
+		if res, failed := r.streamedToolErrors[tc.ID]; failed {
+			results = append(results, res) // the adapter's own outcome
+			continue
+		}
+		results = append(results, errResult(tc.ID, tc.Function.Name, nil, "Tool call not executed: "+reason))
+	}
+	r.calls.reset()
+	return r.emitResults(results)
+}
+
+// skipReason says why a turn's tool calls do not run.
+func (r *run) skipReason() string {
+	switch {
+	case r.finished == nil || r.lastFinishReason == "":
+		return "the model's turn ended without a finish reason."
+	case r.lastFinishReason == agui.FinishLength:
+		return `the model's output was cut off by its length limit (finish reason "length").`
+	case r.lastFinishReason != agui.FinishToolCalls:
+		return fmt.Sprintf(`the model's turn ended with finish reason %q, not "tool_calls".`, r.lastFinishReason)
+	default:
+		return "no tools are available to this run."
+	}
 }
 
 func (r *run) finishedOrSynthetic() agui.Event {
@@ -250,7 +289,7 @@ func (r *run) pendingToolCalls() (bool, error) {
 		return false, err
 	}
 	if r.middlewareAborted || r.cancelled() {
-		r.toolPhase = "stop"
+		r.toolPhase = phaseStop
 		return true, nil
 	}
 	info := ToolPhaseInfo{ToolCalls: pending, Results: res.results, NeedsApproval: res.needsApproval, NeedsClientExecution: res.needsClient}
@@ -269,7 +308,7 @@ func (r *run) pendingToolCalls() (bool, error) {
 		if err := r.interruptTerminal(r.syntheticFinished(agui.FinishToolCalls), res.needsApproval, res.needsClient, nil); err != nil {
 			return false, err
 		}
-		r.toolPhase = "wait"
+		r.toolPhase = phaseWait
 		return true, nil
 	}
 	return false, r.emitResults(append(res.results, lazyErrs...))
@@ -495,11 +534,11 @@ func (r *run) beforeToolCall(tc agui.ToolCall, t *Tool, input json.RawMessage) (
 			return ToolResult{}, false, nil, err
 		}
 		switch d.kind {
-		case 0:
+		case decideContinue:
 			continue
-		case 1:
+		case decideTransform:
 			return ToolResult{}, true, d.args, nil
-		case 2:
+		case decideSkip:
 			res := d.result
 			if s, ok := res.(string); ok {
 				var v any
@@ -512,7 +551,7 @@ func (r *run) beforeToolCall(tc agui.ToolCall, t *Tool, input json.RawMessage) (
 				return ToolResult{}, false, nil, err
 			}
 			return tr, false, nil, nil
-		case 3:
+		case decideAbort:
 			reason := d.reason
 			if reason == "" {
 				reason = "Aborted by middleware"
@@ -549,8 +588,9 @@ func (r *run) runServerTool(tc agui.ToolCall, t *Tool, input json.RawMessage) (T
 	}
 	ctx := context.WithValue(r.runCtx, toolCallKey{}, call)
 	type outcome struct {
-		v   any
-		err error
+		v        any
+		err      error
+		panicked bool
 	}
 	done := make(chan outcome, 1)
 	start := time.Now()
@@ -558,7 +598,7 @@ func (r *run) runServerTool(tc agui.ToolCall, t *Tool, input json.RawMessage) (T
 		var o outcome
 		defer func() {
 			if p := recover(); p != nil {
-				o = outcome{err: fmt.Errorf("tool %s panicked: %v", t.Name, p)}
+				o = outcome{err: r.recovered(fmt.Sprintf("tool %q", t.Name), p), panicked: true}
 			}
 			done <- o
 		}()
@@ -578,6 +618,9 @@ wait:
 		}
 	}
 	dur := time.Since(start)
+	if o.panicked {
+		return ToolResult{}, o.err // a panic is a bug, not a tool error: the run ends
+	}
 	if err := r.drainQueue(); err != nil {
 		return ToolResult{}, err
 	}

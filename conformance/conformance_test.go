@@ -167,3 +167,102 @@ func TestAGUIProfileVerifies(t *testing.T) {
 		})
 	}
 }
+
+// TestAGUIProfileNoSilentFailures checks the agui profile on the cases where
+// 0.58.0 fails silently (issue 17 scenarios 62-66; the tanstack profile
+// reproduces 0.58.0 in TestDifferential): one RUN_STARTED first and one
+// terminal event last, every text message in MESSAGES_SNAPSHOT, and a
+// TOOL_CALL_RESULT saying why for a tool call that did not run.
+func TestAGUIProfileNoSilentFailures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds goai")
+	}
+	bin := buildGoai(t)
+	type event struct {
+		Type       string          `json:"type"`
+		ToolCallID string          `json:"toolCallId"`
+		Content    string          `json:"content"`
+		Messages   json.RawMessage `json:"messages"`
+	}
+	cases := map[string]func(t *testing.T, evs []event){
+		"62-empty-turn": func(t *testing.T, evs []event) {
+			if len(evs) != 2 || evs[1].Type != "RUN_FINISHED" {
+				t.Fatalf("an empty turn must give RUN_STARTED, RUN_FINISHED: %v", evs)
+			}
+		},
+		"63-empty-turn-after-tool": func(t *testing.T, evs []event) {},
+		"64-two-texts-then-approval": func(t *testing.T, evs []event) {
+			for _, e := range evs {
+				if e.Type != "MESSAGES_SNAPSHOT" {
+					continue
+				}
+				var msgs []struct {
+					ID        string          `json:"id"`
+					Content   string          `json:"content"`
+					ToolCalls json.RawMessage `json:"toolCalls"`
+				}
+				if err := json.Unmarshal(e.Messages, &msgs); err != nil {
+					t.Fatal(err)
+				}
+				if len(msgs) != 3 || msgs[1].ID != "msg_a1" || msgs[1].Content != "Step one." || msgs[1].ToolCalls != nil ||
+					msgs[2].ID != "msg_a2" || msgs[2].Content != "Step two." || msgs[2].ToolCalls == nil {
+					t.Fatalf("MESSAGES_SNAPSHOT must keep both text messages, the tool call on the second: %s", e.Messages)
+				}
+				return
+			}
+			t.Fatal("no MESSAGES_SNAPSHOT")
+		},
+		"65-length-tool-call": func(t *testing.T, evs []event) {
+			for _, e := range evs {
+				if e.Type == "TOOL_CALL_RESULT" && e.ToolCallID == "call_1" {
+					if !strings.Contains(e.Content, `Tool call not executed: the model's output was cut off by its length limit`) {
+						t.Fatalf("result %q does not say why", e.Content)
+					}
+					return
+				}
+			}
+			t.Fatal("the cut-off tool call got no TOOL_CALL_RESULT")
+		},
+		"66-structured-loop-error": func(t *testing.T, evs []event) {
+			if evs[len(evs)-1].Type != "RUN_ERROR" {
+				t.Fatalf("want RUN_ERROR last: %v", evs)
+			}
+		},
+	}
+	for name, check := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, format := range []string{"sse", "ndjson"} {
+				out := runCmd(t, bin, "run", "--format", format, "--scenario", filepath.Join("scenarios", name+".json"))
+				var evs []event
+				for _, line := range strings.Split(string(out.stdout), "\n") {
+					line = strings.TrimPrefix(line, "data: ")
+					if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "event:") {
+						continue
+					}
+					var e event
+					if err := json.Unmarshal([]byte(line), &e); err != nil {
+						t.Fatalf("%s line %q: %v", format, line, err)
+					}
+					evs = append(evs, e)
+				}
+				if len(evs) < 2 || evs[0].Type != "RUN_STARTED" {
+					t.Fatalf("%s: the stream must start with RUN_STARTED: %v", format, evs)
+				}
+				starts, terminals := 0, 0
+				for _, e := range evs {
+					switch e.Type {
+					case "RUN_STARTED":
+						starts++
+					case "RUN_FINISHED", "RUN_ERROR":
+						terminals++
+					}
+				}
+				if last := evs[len(evs)-1].Type; starts != 1 || terminals != 1 || (last != "RUN_FINISHED" && last != "RUN_ERROR") {
+					t.Fatalf("%s: want one RUN_STARTED and one terminal event, last: %v", format, evs)
+				}
+				check(t, evs)
+			}
+		})
+	}
+}

@@ -402,6 +402,12 @@ func (p *producer) run(opts chat.Options) {
 		_ = p.w.Write(&re)
 	}
 	_ = p.w.Close()
+	if p.terminal == nil && thrown == nil {
+		// A run that produced no terminal event at all (0.58.0's empty model
+		// turn, kept on the tanstack wire): its log still needs one.
+		fin := agui.Event{Type: agui.RunFinished, ThreadID: p.threadID, RunID: p.runID, Timestamp: time.Now().UnixMilli()}
+		_ = p.w.Write(&fin)
+	}
 	if err := p.flush(); err != nil {
 		log.Error("durable append failed", "error", err)
 	}

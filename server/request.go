@@ -75,6 +75,7 @@ func (h *Handler) decodeChat(w http.ResponseWriter, r *http.Request) (*chatReque
 	opts.RunID = in.RunID
 	opts.ParentRunID = in.ParentRunID
 	opts.State = in.State
+	opts.Profile = h.cfg.Profile
 	for _, e := range in.Resume {
 		opts.Resume = append(opts.Resume, chat.ResumeItem{InterruptID: e.InterruptID, Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
 	}

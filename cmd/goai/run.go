@@ -61,6 +61,7 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	defer mcpt.close()
 	opts.Tools = append(opts.Tools, mcpt.tools()...)
+	opts.Profile = p
 	bw := bufio.NewWriterSize(stdout, 64<<10)
 	w := agui.NewWriter(bw, agui.WriterOptions{Format: f, Profile: p, ThreadID: sc.ThreadID, RunID: sc.RunID})
 	if _, werr := server.WriteRun(w, chat.Stream(ctx, opts)); werr != nil {

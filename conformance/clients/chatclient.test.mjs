@@ -121,6 +121,62 @@ const ndjsonHeaders = { Accept: 'application/x-ndjson' }
 // are `scenario/client name`.
 const knownIssues = {}
 
+// Deliberate fixes of the agui wire (../DIFFERENCES.md, "agui profile"):
+// where 0.58.0 fails silently the client's messages differ from the
+// reference's by design, so these scenarios check the fix instead of the
+// oracle's messages on the agui wire.
+const aguiFixes = {
+  '64-two-texts-then-approval': (got) => {
+    const texts = got.messages.filter((m) => m.role === 'assistant').map(textOf)
+    assert.deepEqual(texts, ['Step one.', 'Step two.'], 'both text messages must survive the MESSAGES_SNAPSHOT')
+  },
+  '65-length-tool-call': (got) => {
+    const parts = got.messages.flatMap((m) => m.parts)
+    const result = parts.find((p) => p.type === 'tool-result' && p.toolCallId === 'call_1')
+    assert.ok(result && /Tool call not executed: .*length limit/.test(result.content), `the cut-off call must get a result saying why: ${JSON.stringify(parts)}`)
+    assert.notEqual(parts.find((p) => p.type === 'tool-call' && p.id === 'call_1')?.output, undefined, 'the tool-call part has its output')
+  },
+}
+
+// Scenarios whose agui-wire runs must also leave the thread store (GET
+// ?threadId=, what a reloading client hydrates from) holding what the
+// client shows.
+const storeChecked = /^6[2-6]-/
+
+// The reference's own silent failures, reproduced on the tanstack wire: the
+// event consistency checks cannot hold there.
+const tanstackSilentFailures = {
+  '64-two-texts-then-approval': 'MESSAGES_SNAPSHOT drops the text message msg_a1 the client was streamed',
+}
+
+// transcript projects UI messages onto what a user sees: roles, texts, tool
+// calls (and whether they have an outcome) and tool results.
+function transcript(messages) {
+  return messages
+    .map((m) => ({
+      role: m.role,
+      parts: m.parts.flatMap((p) => {
+        if (p.type === 'text') return p.content ? [`text:${p.content}`] : []
+        if (p.type === 'tool-call') return [`tool-call:${p.id}:${p.name}:${p.output !== undefined ? 'output' : 'no output'}`]
+        if (p.type === 'tool-result') return [`tool-result:${p.toolCallId}:${p.content}`]
+        return []
+      }),
+    }))
+    .filter((m) => m.parts.length > 0)
+}
+
+// storedThread reads the thread's transcript once its run has left running.
+async function storedThread(url, threadId) {
+  for (let i = 0; i < 200; i++) {
+    const res = await fetch(`${url}?threadId=${encodeURIComponent(threadId)}`)
+    assert.equal(res.status, 200, `GET ?threadId= answered ${res.status}`)
+    const body = await res.json()
+    if (!body.activeRun) return body.messages
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  assert.fail('the thread still has an active run')
+}
+
 for (const run of runs) describe(run.name, () => {
   const { sc: scenario, urls } = run
   const input = chatInput(scenario)
@@ -135,7 +191,12 @@ for (const run of runs) describe(run.name, () => {
       const ctx = `\ngoai events: ${types(got.wire)}\nreference events: ${types(ref.wire)}\ngoai: status ${got.status}, onError ${JSON.stringify(got.errors)}, ${got.requests.length} POST(s)`
       assert.ok(got.wire.length > 0, 'goai sent no events')
       assert.deepEqual(schemaProblems(got.wire), [], `events rejected by @ag-ui/core EventSchemas${ctx}`)
-      assert.deepEqual(normalize(got.messages), normalize(ref.messages), `messages differ from the reference's${ctx}`)
+      const fix = name.startsWith('agui') && aguiFixes[run.name]
+      if (fix) fix(got)
+      else assert.deepEqual(normalize(got.messages), normalize(ref.messages), `messages differ from the reference's${ctx}`)
+      if (name.startsWith('agui') && storeChecked.test(run.name)) {
+        assert.deepEqual(transcript(await storedThread(url, scenario.threadId)), transcript(got.messages), `the thread store does not hold what the client shows${ctx}`)
+      }
       assert.deepEqual(normalize(got.interrupts), normalize(ref.interrupts), `interrupts differ${ctx}`)
       const last = got.wire.at(-1)
       const refLast = ref.wire.at(-1)
@@ -152,7 +213,7 @@ for (const run of runs) describe(run.name, () => {
         assert.deepEqual(got.errors, ref.errors, `onError calls${ctx}`)
       }
       assert.equal(got.requests.length, 1, 'the client should have POSTed exactly once')
-      checkAgainstEvents(got, scenario)
+      if (!(name.startsWith('tanstack') && tanstackSilentFailures[run.name])) checkAgainstEvents(got, scenario)
     })
   }
 
@@ -218,7 +279,7 @@ for (const run of runs) describe(run.name, () => {
       assert.deepEqual(second.resume.map((r) => r.interruptId).sort(), pending.map((i) => i.id).sort(), 'resume batch')
       assert.deepEqual(schemaProblems(wire), [], `events rejected by @ag-ui/core EventSchemas${ctx}`)
       const got = { wire, messages: client.getMessages() }
-      checkAgainstEvents(got, scenario)
+      if (!(name.startsWith('tanstack') && tanstackSilentFailures[run.name])) checkAgainstEvents(got, scenario)
       for (const m of got.messages) {
         for (const p of m.parts) {
           if (p.type !== 'tool-call') continue

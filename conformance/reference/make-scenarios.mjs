@@ -979,6 +979,70 @@ add('61-tool-call-thought-signature', {
   ],
 })
 
+// ------------------------------------------------------- 62-66 issue 17
+// Edge cases where 0.58.0 fails silently; the default agui profile must not
+// (see ../DIFFERENCES.md). The tanstack profile reproduces 0.58.0.
+
+// The model's only call yields nothing at all.
+add('62-empty-turn', {
+  runId: 'run-1',
+  messages: [user('Say nothing')],
+  tools: [],
+  middleware: ['log_hooks'],
+  turns: [[]],
+})
+
+// A tool round trip, then a model call that yields nothing.
+add('63-empty-turn-after-tool', {
+  runId: 'run-1',
+  messages: [user('Add, then say nothing')],
+  tools: ['add'],
+  middleware: ['log_hooks'],
+  turns: [[rs('run-1'), ...tool('call_1', 'add', '{"a":1,"b":2}', 0), rf('run-1', 'tool_calls')], []],
+})
+
+// Two text messages in the turn that asks for an approval: the snapshot
+// must keep both.
+add('64-two-texts-then-approval', {
+  runId: 'run-1',
+  messages: [user('Deploy in two steps')],
+  tools: ['needs_approval'],
+  middleware: ['log_hooks'],
+  turns: [
+    [
+      rs('run-1'),
+      ...text('msg_a1', 'Step one.'),
+      ...text('msg_a2', 'Step two.'),
+      ...tool('call_n1', 'needs_approval', '{"action":"deploy"}', 0),
+      rf('run-1', 'tool_calls'),
+    ],
+    [rs('run-1'), ...text('msg_a3', 'Deployed.'), rf('run-1', 'stop')],
+  ],
+})
+
+// A complete tool call in a turn cut off by the length limit.
+add('65-length-tool-call', {
+  runId: 'run-1',
+  messages: [user('Add at length')],
+  tools: ['add'],
+  middleware: ['log_hooks'],
+  turns: [[rs('run-1'), ...text('msg_a1', 'Adding'), ...tool('call_1', 'add', '{"a":1,"b":2}', 0), rf('run-1', 'length')]],
+})
+
+// The model fails inside the structured-output tool loop (path A).
+add('66-structured-loop-error', {
+  runId: 'run-1',
+  messages: [user('Add, then answer as JSON.')],
+  tools: ['add'],
+  middleware: ['log_hooks'],
+  outputSchema: answerSchema,
+  structured: { raw: '{"answer":"3"}' },
+  turns: [
+    [rs('run-1'), ...tool('call_1', 'add', '{"a":1,"b":2}', 0), rf('run-1', 'tool_calls')],
+    [rs('run-1'), { type: 'RUN_ERROR', runId: 'run-1', threadId: T, model: M, message: 'upstream 500', code: 'server_error' }],
+  ],
+})
+
 for (const s of scenarios) {
   writeFileSync(join(outDir, `${s.name}.json`), JSON.stringify(s, null, 2) + '\n')
 }

@@ -1,0 +1,124 @@
+package chat
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/goai-sdk/goai/agui"
+)
+
+// emit hands an event to the consumer.
+func (r *run) emit(ev agui.Event) {
+	if r.held != nil {
+		*r.held = append(*r.held, ev)
+		return
+	}
+	if r.stopped {
+		return
+	}
+	if r.log.Enabled(CatOutput) {
+		r.log.Log(CatOutput, "type="+string(ev.Type))
+	}
+	r.yielding = true
+	ok := r.yield(ev, nil)
+	r.yielding = false
+	if !ok {
+		r.stopped = true
+		r.cancel(errConsumerGone)
+		return
+	}
+	r.mctx.ChunkIndex++
+}
+
+func now() int64 { return time.Now().UnixMilli() }
+
+// chunkChain pipes one chunk through the OnChunk hooks from index i, then
+// emits what survives. modelTurn selects the model-stream emission rules
+// (RUN_FINISHED held).
+func (r *run) chunkChain(ev *agui.Event, i int, modelTurn bool) error {
+	for ; i < len(r.chunkMws); i++ {
+		m := r.chunkMws[i]
+		var act ChunkAction
+		if err := r.callHook(m, "onChunk", func() error {
+			var err error
+			act, err = m.OnChunk(r.mctx, r.hookCopy[i].load(ev))
+			return err
+		}); err != nil {
+			return err
+		}
+		switch act.op {
+		case opDrop:
+			if r.log.Enabled(CatMiddleware) {
+				r.log.Log(CatMiddleware, fmt.Sprintf("hook=onChunk middleware=%s dropped type=%s", m.Name, ev.Type))
+			}
+			return nil
+		case opReplace:
+			for k := range act.events {
+				if err := r.chunkChain(&act.events[k], i+1, modelTurn); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	r.emitPublic(ev, modelTurn)
+	return nil
+}
+
+// emitPublic normalizes a post-middleware chunk, adds its fan-outs, and
+// yields the results (core.md §2.3).
+func (r *run) emitPublic(ev *agui.Event, modelTurn bool) {
+	n := agui.Normalize(ev)
+	r.emitNormalized(n, modelTurn)
+	for _, extra := range agui.Fanout(ev) {
+		r.emitNormalized(agui.Normalize(&extra), modelTurn)
+	}
+}
+
+func (r *run) emitNormalized(n agui.Event, modelTurn bool) {
+	if modelTurn && r.so != nil && !r.so.combined && (n.Type == agui.RunFinished || n.Type == agui.RunStarted && (r.tanstack || r.hasPublicRunStarted)) {
+		// Path A: the finalization call's pair brackets the run. 0.58.0
+		// drops the loop's RUN_STARTED too, so an error in the loop arrives
+		// before any RUN_STARTED; the agui profile keeps the first one.
+		return
+	}
+	if modelTurn && n.Type == agui.RunFinished {
+		r.heldModelFinished = append(r.heldModelFinished, n)
+		return
+	}
+	if n.Type == agui.RunStarted {
+		if r.hasPublicRunStarted {
+			return
+		}
+		r.hasPublicRunStarted = true
+	}
+	r.emit(n)
+}
+
+func (r *run) flushHeld(held *[]agui.Event) {
+	for _, ev := range *held {
+		r.emit(ev)
+	}
+	*held = nil
+}
+
+// pipe sends an engine-made chunk through middleware to the consumer.
+func (r *run) pipe(ev agui.Event) error {
+	if err := r.chunkChain(&ev, 0, false); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (r *run) syntheticFinished(reason string) agui.Event {
+	return agui.WithTanstack(agui.Event{
+		Type: agui.RunFinished, RunID: r.runID(), ThreadID: r.threadID, Timestamp: now(),
+	}, map[string]any{"finishReason": reason, "model": r.mctx.Model})
+}
+
+func (r *run) syntheticRunStarted(fin agui.Event) error {
+	if r.hasPublicRunStarted {
+		return nil
+	}
+	return r.pipe(agui.Event{Type: agui.RunStarted, RunID: fin.RunID, ThreadID: fin.ThreadID, Timestamp: now()})
+}

@@ -1,0 +1,301 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/goai-sdk/goai/agui"
+)
+
+// toolPhase is what the last tool phase decided for the loop.
+type toolPhase uint8
+
+const (
+	phaseContinue toolPhase = iota // run another model turn if the strategy agrees
+	phaseStop                      // the loop ends: nothing more to run
+	phaseWait                      // the run paused on interrupts
+)
+
+// cyclePhase is which half of an iteration runs next.
+type cyclePhase uint8
+
+const (
+	cycleText cyclePhase = iota
+	cycleTools
+)
+
+// run is the state of one chat invocation, by aspect: the run itself
+// (options, contexts, middleware, conversation, loop counters) here, and
+// embedded, the current model turn (turnState), the answers a resume
+// brought (resumeState), the events other goroutines queue (eventQueue) and
+// how the run ended (endState).
+type run struct {
+	opts     *Options
+	tanstack bool // Options.Profile is agui.ProfileTanStack
+	yield    func(agui.Event, error) bool
+
+	callerCtx context.Context
+	runCtx    context.Context
+	cancel    context.CancelCauseFunc
+	mctx      *Context
+	log       *Logger
+	mws       []*Middleware
+	chunkMws  []*Middleware // middleware with OnChunk, in order
+	hookCopy  []hookChunk   // the copy each of chunkMws may write to
+
+	requestID string
+	threadID  string
+	start     time.Time
+
+	messages      []agui.ModelMessage
+	systemPrompts []SystemPrompt
+	tools         []*Tool
+	modelOptions  map[string]any
+	metadata      map[string]any
+	resume        []ResumeItem
+
+	iterationCount        int
+	cycle                 cyclePhase
+	toolPhase             toolPhase
+	toolCallCount         int
+	lastTurnToolCallCount int
+	countedCalls          map[string]bool
+	lastFinishReason      string
+	heldModelFinished     []agui.Event // the turn's RUN_FINISHED, until its tool phase is known
+	heldToolFinished      []agui.Event // ... until the tool phase ran
+
+	turnState
+	resumeState
+	eventQueue
+	endState
+
+	so *structuredState // nil unless Options.OutputSchema is set
+
+	chunk agui.Event // the model chunk in flight (see streamModelTurn)
+	// held, when set, collects emitted events instead of yielding them (an
+	// interrupt terminal passes OnChunk before the snapshots are sent).
+	held *[]agui.Event
+
+	disconnect    *RunDisconnect
+	lazy          *lazyManager // nil without lazy tools
+	interruptDefs map[string]InterruptDefinition
+
+	caps  map[CapabilityKey]any
+	capMu sync.Mutex
+
+	deferMu  sync.Mutex
+	deferred []func(context.Context) error
+
+	sandboxHooks hookQueue
+	bridge       bridgeState // bridged tool calls (toolrunner.go)
+}
+
+// runEnd is how the run ended: which terminal hook ran. A run paused on
+// interrupts runs none (toolPhase is phaseWait).
+type runEnd uint8
+
+const (
+	endNone     runEnd = iota // running, or paused
+	endFinished               // OnFinish ran
+	endFailed                 // OnError ran
+	endAborted                // OnAbort ran; aborted says why
+)
+
+// endState tracks the ways a run stops.
+type endState struct {
+	end                 runEnd
+	aborted             *AbortError // set with endAborted
+	stopped             bool        // the consumer stopped iterating
+	yielding            bool        // the consumer's loop body runs: its panic is its own
+	hasPublicRunStarted bool
+	earlyTermination    bool      // the model's RUN_ERROR, or a resume's stop policy
+	finalizationError   *RunError // the error the run ends with, once known
+	middlewareAborted   bool      // a middleware called Abort
+}
+
+func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bool) *run {
+	r := &run{opts: opts, yield: yield, callerCtx: ctx, start: time.Now(), tanstack: opts.Profile == agui.ProfileTanStack}
+	r.runCtx, r.cancel = context.WithCancelCause(ctx)
+	r.log = NewLogger(opts.Debug)
+	r.requestID = newID("chat")
+	r.threadID = opts.ThreadID
+	if r.threadID == "" {
+		r.threadID = newID("thread")
+	}
+	r.mws = opts.Middleware
+	for _, m := range r.mws {
+		if m.OnChunk != nil {
+			r.chunkMws = append(r.chunkMws, m)
+		}
+	}
+	r.hookCopy = make([]hookChunk, len(r.chunkMws))
+	r.messages = append([]agui.ModelMessage(nil), opts.Messages...)
+	r.systemPrompts = append([]SystemPrompt(nil), opts.SystemPrompts...)
+	r.tools = append([]*Tool(nil), opts.Tools...)
+	if r.lazy = newLazyManager(r.tools, opts.Messages, opts.LazyTools); r.lazy != nil {
+		r.tools = r.lazy.active()
+	}
+	r.modelOptions = opts.ModelOptions
+	r.metadata = opts.Metadata
+	r.resume = opts.Resume
+	r.toolPhase = phaseContinue
+	r.countedCalls = map[string]bool{}
+	r.streamedToolErrors = map[string]ToolResult{}
+	r.caps = map[CapabilityKey]any{}
+	r.queueSig = make(chan struct{}, 1)
+	r.approvals = map[string]approvalDecision{}
+	r.clientResults = map[string]json.RawMessage{}
+	r.cancelledIDs = map[string]bool{}
+	r.deniedResults = map[string]any{}
+	runID := opts.RunID
+	if runID == "" {
+		runID = r.requestID
+	}
+	r.mctx = &Context{
+		ctx:          r.runCtx,
+		RequestID:    r.requestID,
+		StreamID:     newID("stream"),
+		RunID:        runID,
+		ParentRunID:  opts.ParentRunID,
+		ThreadID:     r.threadID,
+		Phase:        PhaseInit,
+		Provider:     opts.Adapter.Name(),
+		Model:        opts.Adapter.Model(),
+		MessageCount: len(opts.Messages),
+		UserContext:  opts.UserContext,
+		run:          r,
+	}
+	r.syncContext()
+	r.mctx.Metadata = opts.Metadata
+	// The empty id is the ad-hoc definition: no schemas to check.
+	r.interruptDefs = map[string]InterruptDefinition{"": {}}
+	for _, d := range opts.Interrupts {
+		r.interruptDefs[d.ID] = d
+	}
+	r.so = newStructuredState(opts)
+	r.disconnect = opts.Disconnect
+	if r.disconnect == nil {
+		r.disconnect = NewRunDisconnect()
+	}
+	r.disconnect.attach(context.WithoutCancel(r.runCtx), r.log)
+	r.provideRuntime()
+	return r
+}
+
+func (r *run) syncContext() {
+	c := r.mctx
+	c.Messages = r.messages
+	c.SystemPrompts = r.systemPrompts
+	c.HasTools = len(r.tools) > 0
+	names := make([]string, len(r.tools))
+	for i, t := range r.tools {
+		names[i] = t.Name
+	}
+	c.ToolNames = names
+	c.ModelOptions = r.modelOptions
+}
+
+func (r *run) runID() string { return r.mctx.RunID }
+
+func (r *run) abort(reason string) {
+	r.middlewareAborted = true
+	r.cancel(&abortError{reason: reason})
+}
+
+func (r *run) cancelled() bool { return r.runCtx.Err() != nil }
+
+func (r *run) abortReason() string {
+	cause := context.Cause(r.runCtx)
+	if cause == nil {
+		return ""
+	}
+	var ae *abortError
+	if errors.As(cause, &ae) {
+		return ae.reason
+	}
+	return cause.Error()
+}
+
+// execute is the run algorithm (core.md §1.2).
+func (r *run) execute() {
+	r.log.Log(CatAgentLoop, "run started", slog.String("threadId", r.threadID))
+	err := r.guardedBody()
+	var rerr *ResumeError
+	if errors.As(err, &rerr) && r.end == endNone {
+		// A rejected resume: onError, then one RUN_ERROR; nothing ran.
+		r.log.Log(CatErrors, "chat interrupt resume failed", slog.String("error", err.Error()))
+		r.runOnError(&RunError{Message: rerr.Error(), Code: rerr.Code()})
+		r.emit(r.resumeErrorEvent(rerr))
+		err = nil
+	}
+	if err != nil && r.end == endNone && r.cancelled() && !isPanic(err) {
+		// A hook that failed because the run was cancelled under it (a
+		// client gone during a slow setup) is an abort, not an error.
+		r.runAbort(r.abortReason())
+		err = nil
+	}
+	if err != nil && r.end == endNone {
+		var ae *abortError
+		if errors.As(err, &ae) {
+			r.runAbort(ae.reason)
+			err = nil
+		} else {
+			r.log.Log(CatErrors, "chat run failed", slog.String("error", err.Error()), slog.String("threadId", r.threadID))
+			r.runOnError(err)
+		}
+	}
+	if r.end == endNone && r.cancelled() {
+		r.runAbort(r.abortReason())
+	}
+	r.finish()
+	switch {
+	case r.stopped:
+	case r.end == endAborted:
+		// No terminal event: the stream ends with the abort as its error, so
+		// transports can tell an abort from a run that simply ended.
+		r.yield(agui.Event{}, r.aborted)
+	case err != nil:
+		var ae *abortError
+		if !errors.As(err, &ae) {
+			r.yield(agui.Event{}, internalError(err))
+		}
+	}
+}
+
+// finish waits for sandbox hooks, delivers events queued during the
+// terminal hooks (a sandbox draining its watcher), and runs deferred work.
+func (r *run) finish() {
+	r.disconnect.terminal()
+	defer r.disconnect.wait()
+	r.sandboxHooks.wait()
+	if !r.stopped {
+		if err := r.drainQueue(); err != nil {
+			r.log.Log(CatErrors, "delivering queued events after the run failed: "+err.Error())
+		}
+		r.sandboxHooks.wait()
+	}
+	r.deferMu.Lock()
+	fns := r.deferred
+	r.deferred = nil
+	r.deferMu.Unlock()
+	if len(fns) == 0 {
+		return
+	}
+	ctx := context.WithoutCancel(r.runCtx)
+	var wg sync.WaitGroup
+	for _, fn := range fns {
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					r.recovered("deferred work", p) // isolated, like its errors
+				}
+			}()
+			_ = fn(ctx)
+		})
+	}
+	wg.Wait()
+}
