@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -92,13 +93,34 @@ func (h *Handler) guard(next http.Handler) http.Handler {
 			writeError(sw, http.StatusUnsupportedMediaType, "unsupported_media_type", "POST bodies must be Content-Type: application/json")
 			return
 		}
+		var body *bodyTracker
 		if r.Body != nil && r.Body != http.NoBody {
-			// Slow bodies are cut; readBody lifts the deadline once the
-			// body is in, so a long response stream is not affected.
-			_ = http.NewResponseController(sw).SetReadDeadline(time.Now().Add(h.cfg.bodyTimeout()))
+			body = &bodyTracker{ReadCloser: r.Body}
+			r.Body = body
 		}
 		next.ServeHTTP(sw, r)
+		if body != nil && !body.eof {
+			// The handler answered without reading the whole body: the
+			// server drains what is left before reusing the connection,
+			// which a client trickling its body must not be able to
+			// stretch (the deadline is reset for the next request).
+			_ = http.NewResponseController(sw).SetReadDeadline(time.Now().Add(time.Second))
+		}
 	})
+}
+
+// bodyTracker notes whether a request body was read to its end.
+type bodyTracker struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *bodyTracker) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
 }
 
 // hostAllowed applies Config.AllowedHosts (DNS-rebinding defence).

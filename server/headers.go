@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -46,12 +47,19 @@ func isJSON(contentType string) bool {
 
 // readBody reads a request body of at most limit bytes, answering 413 or 400
 // itself on failure.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) ([]byte, bool) {
+	// A body that has not arrived within timeout is cut: only then is the
+	// connection's read deadline touched (a deadline left set would end a
+	// long response stream's context once it passed).
+	rc := http.NewResponseController(w)
+	timer := time.AfterFunc(timeout, func() { _ = rc.SetReadDeadline(time.Now()) })
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if !timer.Stop() && err == nil {
+		err = os.ErrDeadlineExceeded // it fired: the connection's deadline is spent
+	}
 	if err != nil {
 		// The rest of the body is not worth waiting for: the connection
-		// closes after the answer (the read deadline stays, so discarding
-		// the unread body cannot hang on a slow client).
+		// closes after the answer.
 		w.Header().Set("Connection", "close")
 		if isTimeout(err) {
 			writeError(w, http.StatusRequestTimeout, "body_timeout", "the request body was not received in time")
@@ -65,15 +73,12 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		writeError(w, http.StatusBadRequest, "bad_body", "reading request body: "+err.Error())
 		return nil, false
 	}
-	// The body is in: lift the guard's read deadline, which would
-	// otherwise end the request's context mid-stream.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	return body, true
 }
 
 // decodeJSONBody decodes a small JSON body into v, answering 400 itself.
 func decodeJSONBody(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
-	body, ok := readBody(w, r, limit)
+	body, ok := readBody(w, r, limit, DefaultBodyTimeout)
 	if !ok {
 		return false
 	}

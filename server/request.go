@@ -45,7 +45,7 @@ func checkID(what, id string) error {
 // options: the body is parsed once (agui.ParseRunInput), the messages
 // converted from that parse. On failure it has answered the request.
 func (h *Handler) decodeChat(w http.ResponseWriter, r *http.Request) (*chatRequest, bool) {
-	body, ok := readBody(w, r, h.cfg.MaxBodyBytes)
+	body, ok := readBody(w, r, h.cfg.MaxBodyBytes, h.cfg.bodyTimeout())
 	if !ok {
 		return nil, false
 	}

@@ -75,7 +75,7 @@ func newEnv(t *testing.T, sc *scripted.Scenario, store durable.Store, mws ...*ch
 	return e
 }
 
-func post(t *testing.T, ctx context.Context, url string, hdr map[string]string, b string) *http.Response {
+func post(t testing.TB, ctx context.Context, url string, hdr map[string]string, b string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")

@@ -144,6 +144,23 @@ func RunStore(t *testing.T, newStore func(t *testing.T) durable.Store, opts *Opt
 		}
 	})
 
+	sub("owner_is_recorded_and_never_updated", func(t *testing.T, s durable.Store) {
+		got := mustCreate(t, s, durable.RunRecord{RunID: "r1", ThreadID: "t1", StartedAt: ms(1), Owner: "alice"})
+		if got.Owner != "alice" || mustGet(t, s, "r1").Owner != "alice" {
+			t.Fatalf("owner %q, want alice", got.Owner)
+		}
+		if got := mustCreate(t, s, durable.RunRecord{RunID: "r1", ThreadID: "t1", StartedAt: ms(1), Owner: "bob"}); got.Owner != "alice" {
+			t.Fatalf("a second create changed the owner to %q", got.Owner)
+		}
+		mustUpdate(t, s, "r1", durable.RunPatch{Status: durable.Set(durable.StatusCompleted), FinishedAt: durable.Set(ms(2))})
+		if got := mustGet(t, s, "r1"); got.Owner != "alice" {
+			t.Fatalf("an update lost the owner: %q", got.Owner)
+		}
+		if got := mustCreate(t, s, durable.RunRecord{RunID: "r2", ThreadID: "t1", StartedAt: ms(1)}); got.Owner != "" {
+			t.Fatalf("no owner reads back as %q", got.Owner)
+		}
+	})
+
 	sub("30_update_is_a_partial_patch_with_explicit_clears", func(t *testing.T, s durable.Store) {
 		mustUpdate(t, s, "missing", durable.RunPatch{Status: durable.Set(durable.StatusFailed)})
 		if _, err := s.Get(ctxT(t), "missing"); !errors.Is(err, durable.ErrRunNotFound) {

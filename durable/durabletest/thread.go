@@ -88,6 +88,13 @@ func Threads(t *testing.T, newStore func(t *testing.T) durable.ThreadStore) {
 		}
 	})
 
+	sub("thread_owner_round_trips", func(t *testing.T, s durable.ThreadStore) {
+		mustSave(t, s, durable.Thread{ThreadID: "t1", Messages: json.RawMessage(`[]`), RunID: "r1", UpdatedAt: at, Owner: "alice"})
+		if got := mustLoad(t, s, "t1"); got.Owner != "alice" {
+			t.Fatalf("owner %q, want alice", got.Owner)
+		}
+	})
+
 	sub("thread_save_overwrites_and_clears_interrupts", func(t *testing.T, s durable.ThreadStore) {
 		pending := json.RawMessage(`[{"id":"approval_c1","reason":"tool_approval","toolCallId":"c1"}]`)
 		mustSave(t, s, durable.Thread{ThreadID: "t1", Messages: json.RawMessage(richMessages), RunID: "r1", Interrupts: pending, UpdatedAt: at})
