@@ -80,6 +80,10 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 	}
 	a.record(Call{Kind: "chatStream", Messages: append([]agui.ModelMessage(nil), req.Messages...), Tools: names})
 	a.mu.Unlock()
+	if a.sc.Cycle && a.sc.NumTurns() > 0 {
+		n %= a.sc.NumTurns()
+	}
+	stamp := a.sc.StampYield
 	return func(yield func(agui.Event, error) bool) {
 		if n >= a.sc.NumTurns() {
 			yield(agui.Event{Type: agui.RunError, Message: "script exhausted"}, nil)
@@ -110,6 +114,9 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 					yield(agui.Event{}, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
 					return
 				}
+				if stamp {
+					ev.Timestamp = time.Now().UnixMilli()
+				}
 				if !yield(ev, nil) {
 					return
 				}
@@ -123,7 +130,11 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 				}
 				continue
 			}
-			if !yield(it.Event, nil) {
+			ev := it.Event
+			if stamp {
+				ev.Timestamp = time.Now().UnixMilli()
+			}
+			if !yield(ev, nil) {
 				return
 			}
 		}

@@ -50,6 +50,13 @@ type Scenario struct {
 	OutputSchema  json.RawMessage
 	Structured    *Structured
 	Turns         [][]Item
+	// Cycle starts the turns over after the last one instead of answering
+	// "script exhausted": a handful of turns serve a load test of any length.
+	Cycle bool
+	// StampYield sets each chunk's timestamp to the wall clock (ms) at the
+	// moment the adapter yields it, so a client can measure delivery latency
+	// from the model's yield to its read.
+	StampYield bool
 
 	lazyTurns [][]lazyItem // set instead of Turns by LoadFileLazy
 }
@@ -165,6 +172,10 @@ func (sc *Scenario) setField(k string, raw []byte) error {
 		return json.Unmarshal(raw, &sc.MaxIterations)
 	case "outputSchema":
 		sc.OutputSchema = append(json.RawMessage(nil), raw...)
+	case "cycle":
+		return json.Unmarshal(raw, &sc.Cycle)
+	case "stampYield":
+		return json.Unmarshal(raw, &sc.StampYield)
 	case "structured":
 		sc.Structured = &Structured{}
 		return json.Unmarshal(raw, sc.Structured)
