@@ -44,7 +44,6 @@ func (t *tally) add(o tally) {
 // message tracks the numbered deltas "w<j> " of one text message.
 type message struct {
 	seen  []bool
-	next  int // the lowest token index not yet seen in order
 	high  int // one past the highest index seen
 	count int
 	ended bool

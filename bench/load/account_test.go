@@ -215,7 +215,8 @@ func TestLoadAgainstServer(t *testing.T) {
 			srv := httptest.NewServer(h)
 			defer srv.Close()
 			const clients, runs = 8, 3
-			rep, err := run(config{url: srv.URL + "/api/chat", clients: clients, runs: runs, tokens: 20, oneTerminal: true, timeout: time.Minute})
+			cfg := config{urls: []string{srv.URL + "/api/chat"}, join: store != nil, clients: clients, runs: runs, tokens: 20, oneTerminal: true, timeout: time.Minute}
+			rep, err := run(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,6 +225,12 @@ func TestLoadAgainstServer(t *testing.T) {
 			}
 			if rep.Stamped != clients*runs*20 || rep.TokLatMaxms <= 0 && rep.TokLatP50ms < 0 {
 				t.Errorf("stamped tokens %d, latency p50 %v max %v", rep.Stamped, rep.TokLatP50ms, rep.TokLatMaxms)
+			}
+			if cfg.join {
+				// Each run read a second time, from the start, while produced.
+				if j := rep.Join; j == nil || j.Tally.Failed != 0 || j.Tally.Streams != clients*runs || j.Tally.Tokens != clients*runs*20 {
+					t.Fatalf("join %+v, problems %q", rep.Join, rep.Problems)
+				}
 			}
 			if calls := len(adapter.Calls()); calls <= clients*runs {
 				t.Errorf("%d model calls for %d runs: no tool turn was served", calls, clients*runs)

@@ -47,7 +47,8 @@ func main() {
 		delayMs       = flag.Int("delay-ms", 10, "model pause before each delta (ms)")
 		toolEvery     = flag.Int("tool-every", 3, "a tool-call turn every N model turns (0: never)")
 		holdMs        = flag.Int("hold-ms", 0, "model pause after each answer's first delta (ms), to hold streams open and idle")
-		target        = flag.String("url", "", "AG-UI endpoint (loopback only)")
+		target        = flag.String("url", "", "AG-UI endpoint (loopback only); several, comma separated, are used in turn (client i starts its runs on URL i mod n)")
+		join          = flag.Bool("join", false, "also join every run from the start on the next URL (GET ?runId=&offset=-1) and measure that delivery too (durable servers)")
 		clients       = flag.Int("clients", 100, "concurrent clients (1 to 10,000 and more)")
 		runs          = flag.Int("runs", 1, "runs per client, back to back")
 		ramp          = flag.Duration("ramp", 0, "spread the clients' starts over this long")
@@ -71,7 +72,7 @@ func main() {
 		return
 	}
 	cfg := config{
-		url: *target, clients: *clients, runs: *runs, ramp: *ramp, tokens: *tokens,
+		urls: strings.Split(*target, ","), join: *join, clients: *clients, runs: *runs, ramp: *ramp, tokens: *tokens,
 		oneTerminal: *wire == "agui", timeout: *timeout,
 	}
 	for _, p := range strings.Split(*pids, ",") {
@@ -88,15 +89,17 @@ func main() {
 		fmt.Fprintf(os.Stderr, "load: -wire must be agui or tanstack, got %q\n", *wire)
 		os.Exit(2)
 	}
-	if err := checkLoopback(cfg.url); err != nil {
-		fmt.Fprintln(os.Stderr, "load:", err)
-		os.Exit(2)
+	for _, u := range cfg.urls {
+		if err := checkLoopback(u); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(2)
+		}
 	}
 	if cfg.clients < 1 || cfg.runs < 1 {
 		fmt.Fprintln(os.Stderr, "load: -clients and -runs must be at least 1")
 		os.Exit(2)
 	}
-	raiseFDLimit(uint64(cfg.clients)*2 + 256)
+	raiseFDLimit(uint64(cfg.clients)*4 + 256)
 	rep, err := run(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
@@ -109,7 +112,7 @@ func main() {
 	} else {
 		rep.print(os.Stdout)
 	}
-	if rep.Tally.Failed > 0 {
+	if rep.Tally.Failed > 0 || rep.Join != nil && rep.Join.Tally.Failed > 0 {
 		os.Exit(1)
 	}
 }
@@ -141,7 +144,8 @@ func raiseFDLimit(want uint64) {
 }
 
 type config struct {
-	url         string
+	urls        []string
+	join        bool
 	clients     int
 	runs        int
 	ramp        time.Duration
@@ -176,6 +180,19 @@ type Report struct {
 	LoadAvg      string   `json:"loadavg"`
 	Tally        tally    `json:"tally"`
 	Problems     []string `json:"problems,omitempty"`
+	// Joined runs: each run read a second time from the start on the next
+	// URL while it is produced (-join).
+	Join *JoinReport `json:"join,omitempty"`
+}
+
+// JoinReport is what the joining readers saw.
+type JoinReport struct {
+	TTFTp50ms   float64 `json:"ttft_p50_ms"` // from the join request to its first token
+	TTFTp99ms   float64 `json:"ttft_p99_ms"`
+	TokLatP50ms float64 `json:"token_latency_p50_ms"`
+	TokLatP99ms float64 `json:"token_latency_p99_ms"`
+	TokLatMaxms float64 `json:"token_latency_max_ms"`
+	Tally       tally   `json:"tally"`
 }
 
 func (r *Report) print(w io.Writer) {
@@ -195,6 +212,10 @@ func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "load generator CPU %.2f s; load average %s\n", r.LoadCPUs, r.LoadAvg)
 	fmt.Fprintf(w, "streams %d, failed %d; events %d, tokens %d; lost %d, duplicated %d, reordered %d, out of place %d, RUN_ERROR %d\n",
 		t.Streams, t.Failed, t.Events, t.Tokens, t.Lost, t.Duplicated, t.Reordered, t.Protocol, t.RunErrors)
+	if j := r.Join; j != nil {
+		fmt.Fprintf(w, "joined on the next replica: first token p50 %.1f ms p99 %.1f ms; token latency p50 %.2f p99 %.2f max %.2f ms; streams %d failed %d lost %d dup %d reordered %d\n",
+			j.TTFTp50ms, j.TTFTp99ms, j.TokLatP50ms, j.TokLatP99ms, j.TokLatMaxms, j.Tally.Streams, j.Tally.Failed, j.Tally.Lost, j.Tally.Duplicated, j.Tally.Reordered)
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintln(w, "  ", p)
 	}
@@ -208,6 +229,7 @@ type result struct {
 	gotTTFT    bool
 	tally      tally
 	problems   []string
+	join       *result // the joining reader's, with -join
 }
 
 func run(cfg config) (*Report, error) {
@@ -254,6 +276,7 @@ func run(cfg config) (*Report, error) {
 	type clientOut struct {
 		results []result
 		lat     []int32 // µs
+		joinLat []int32
 	}
 	outs := make([]clientOut, cfg.clients)
 	var wg sync.WaitGroup
@@ -271,7 +294,12 @@ func run(cfg config) (*Report, error) {
 			}
 			o := &outs[c]
 			for r := 0; r < cfg.runs; r++ {
-				res := stream(ctx, client, cfg, fmt.Sprintf("load-%d-%d", c, r), &open, &maxOpen, &o.lat)
+				url := cfg.urls[c%len(cfg.urls)]
+				joinURL := ""
+				if cfg.join {
+					joinURL = cfg.urls[(c+1)%len(cfg.urls)]
+				}
+				res := stream(ctx, client, cfg, url, joinURL, fmt.Sprintf("load-%d-%d", c, r), &open, &maxOpen, &o.lat, &o.joinLat)
 				o.results = append(o.results, res)
 			}
 		}(c)
@@ -283,12 +311,27 @@ func run(cfg config) (*Report, error) {
 	end := sampleServer(cfg.pids)
 
 	rep := &Report{Clients: cfg.clients, Runs: cfg.runs, WallS: wall.Seconds(), MaxOpen: maxOpen.Load()}
-	var ttfb, ttft []time.Duration
-	var lat []int32
+	var ttfb, ttft, joinTTFT []time.Duration
+	var lat, joinLat []int32
 	for _, o := range outs {
 		lat = append(lat, o.lat...)
+		joinLat = append(joinLat, o.joinLat...)
 		for _, r := range o.results {
 			rep.Tally.add(r.tally)
+			if j := r.join; j != nil {
+				if rep.Join == nil {
+					rep.Join = &JoinReport{}
+				}
+				rep.Join.Tally.add(j.tally)
+				if j.gotTTFT {
+					joinTTFT = append(joinTTFT, j.ttft)
+				}
+				for _, p := range j.problems {
+					if len(rep.Problems) < 10 {
+						rep.Problems = append(rep.Problems, "join "+p)
+					}
+				}
+			}
 			if r.ttfb > 0 {
 				ttfb = append(ttfb, r.ttfb)
 			}
@@ -314,6 +357,16 @@ func run(cfg config) (*Report, error) {
 		rep.TokLatP50ms = float64(pct(lat, 50)) / 1000
 		rep.TokLatP99ms = float64(pct(lat, 99)) / 1000
 		rep.TokLatMaxms = float64(lat[len(lat)-1]) / 1000
+	}
+	if j := rep.Join; j != nil {
+		slices.Sort(joinTTFT)
+		slices.Sort(joinLat)
+		j.TTFTp50ms, j.TTFTp99ms = ms(pct(joinTTFT, 50)), ms(pct(joinTTFT, 99))
+		if len(joinLat) > 0 {
+			j.TokLatP50ms = float64(pct(joinLat, 50)) / 1000
+			j.TokLatP99ms = float64(pct(joinLat, 99)) / 1000
+			j.TokLatMaxms = float64(joinLat[len(joinLat)-1]) / 1000
+		}
 	}
 	rep.ServerBaseKB = base.rss
 	rep.ServerOpenKB = openRSS.Load()
@@ -406,9 +459,10 @@ func procCPU(pid int) float64 {
 	return (u + s) / 100
 }
 
-// stream runs one request and accounts for its events.
-func stream(ctx context.Context, client *http.Client, cfg config, runID string, open, maxOpen *atomic.Int64, lat *[]int32) result {
-	var res result
+// stream runs one request and accounts for its events. With joinURL set,
+// a second reader joins the run there from its start once the first byte
+// has arrived, and is accounted the same way.
+func stream(ctx context.Context, client *http.Client, cfg config, url, joinURL, runID string, open, maxOpen *atomic.Int64, lat, joinLat *[]int32) (res result) {
 	chk := newChecker(cfg.tokens, cfg.oneTerminal)
 	finish := func(err error) result {
 		res.tally = chk.end(err)
@@ -419,7 +473,7 @@ func stream(ctx context.Context, client *http.Client, cfg config, runID string, 
 	}
 	body := `{"threadId":"thread-` + runID + `","runId":"` + runID + `","state":{},"messages":[{"id":"u-` + runID +
 		`","role":"user","content":"hi"}],"tools":[],"context":[],"forwardedProps":{}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.url, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return finish(err)
 	}
@@ -443,6 +497,14 @@ func stream(ctx context.Context, client *http.Client, cfg config, runID string, 
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return finish(fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b)))
 	}
+	if joinURL != "" {
+		done := make(chan result, 1)
+		go func() { done <- joinRun(ctx, client, cfg, joinURL, runID, joinLat) }()
+		defer func() {
+			j := <-done
+			res.join = &j
+		}()
+	}
 	err = readSSE(resp.Body, func(e *event) {
 		if e.Type == "TEXT_MESSAGE_CONTENT" {
 			now := time.Now()
@@ -456,6 +518,50 @@ func stream(ctx context.Context, client *http.Client, cfg config, runID string, 
 		}
 		chk.add(e)
 	})
+	return finish(err)
+}
+
+// joinRun reads run runID from its start at url (GET ?runId=&offset=-1).
+func joinRun(ctx context.Context, client *http.Client, cfg config, url, runID string, lat *[]int32) result {
+	var res result
+	chk := newChecker(cfg.tokens, cfg.oneTerminal)
+	finish := func(err error) result {
+		res.tally = chk.end(err)
+		for _, p := range chk.problems {
+			res.problems = append(res.problems, runID+": "+p)
+		}
+		return res
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"?runId="+runID+"&offset=-1", nil)
+	if err != nil {
+		return finish(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	t0 := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return finish(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return finish(fmt.Errorf("join: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b)))
+	}
+	var local []int32
+	err = readSSE(resp.Body, func(e *event) {
+		if e.Type == "TEXT_MESSAGE_CONTENT" {
+			now := time.Now()
+			if !res.gotTTFT {
+				res.ttft, res.gotTTFT = now.Sub(t0), true
+			}
+			if e.Timestamp > 0 {
+				d := now.UnixMicro() - e.Timestamp*1000
+				local = append(local, int32(min(max(d, 0), math.MaxInt32)))
+			}
+		}
+		chk.add(e)
+	})
+	*lat = append(*lat, local...)
 	return finish(err)
 }
 
