@@ -71,7 +71,7 @@ for d in $delays; do
       start_server "$kind" "$sc"
       wire=agui; [ "$kind" = reference ] && wire=tanstack
       line=$("$out/load" -url "$url" -pid "$pid" -clients "$clients" -runs "$runs" -tokens "$tokens" \
-        -wire "$wire" -timeout 10m -json -label "$kind delay=$d round=$i") || {
+        -wire "$wire" -warmup 5 -timeout 10m -json -label "$kind delay=$d round=$i") || {
         echo "$kind: load run failed: $line" >&2; stop_server; exit 1; }
       stop_server
       echo "$line" >>"$results"

@@ -215,7 +215,7 @@ func TestLoadAgainstServer(t *testing.T) {
 			srv := httptest.NewServer(h)
 			defer srv.Close()
 			const clients, runs = 8, 3
-			cfg := config{urls: []string{srv.URL + "/api/chat"}, join: store != nil, clients: clients, runs: runs, tokens: 20, oneTerminal: true, timeout: time.Minute}
+			cfg := config{urls: []string{srv.URL + "/api/chat"}, join: store != nil, clients: clients, runs: runs, tokens: 20, oneTerminal: true, timeout: time.Minute, warmup: 2}
 			rep, err := run(cfg)
 			if err != nil {
 				t.Fatal(err)

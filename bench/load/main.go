@@ -52,6 +52,7 @@ func main() {
 		clients       = flag.Int("clients", 100, "concurrent clients (1 to 10,000 and more)")
 		runs          = flag.Int("runs", 1, "runs per client, back to back")
 		ramp          = flag.Duration("ramp", 0, "spread the clients' starts over this long")
+		warmup        = flag.Int("warmup", 0, "runs made at once before measuring (not counted), so a JIT-compiled server is measured warm")
 		pids          = flag.String("pid", "", "server process ids (comma separated) to sample for RSS and CPU")
 		wire          = flag.String("wire", "agui", "the server's wire profile: agui (one RUN_FINISHED per run) or tanstack (one per model turn)")
 		timeout       = flag.Duration("timeout", 5*time.Minute, "stop after this long")
@@ -73,7 +74,7 @@ func main() {
 	}
 	cfg := config{
 		urls: strings.Split(*target, ","), join: *join, clients: *clients, runs: *runs, ramp: *ramp, tokens: *tokens,
-		oneTerminal: *wire == "agui", timeout: *timeout,
+		oneTerminal: *wire == "agui", timeout: *timeout, warmup: *warmup,
 	}
 	for _, p := range strings.Split(*pids, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -152,6 +153,7 @@ type config struct {
 	tokens      int
 	oneTerminal bool
 	timeout     time.Duration
+	warmup      int
 	pids        []int
 }
 
@@ -244,6 +246,9 @@ func run(cfg config) (*Report, error) {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 
+	if err := warmUp(ctx, client, cfg); err != nil {
+		return nil, err
+	}
 	base := sampleServer(cfg.pids)
 	var open, maxOpen atomic.Int64
 	var openRSS atomic.Int64
@@ -389,6 +394,30 @@ func run(cfg config) (*Report, error) {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("stopped by -timeout %v", cfg.timeout))
 	}
 	return rep, nil
+}
+
+// warmUp makes cfg.warmup runs at once and checks them, uncounted.
+func warmUp(ctx context.Context, client *http.Client, cfg config) error {
+	errs := make(chan error, cfg.warmup)
+	for i := range cfg.warmup {
+		go func() {
+			var o, m atomic.Int64
+			var lat []int32
+			w := stream(ctx, client, cfg, cfg.urls[i%len(cfg.urls)], "", fmt.Sprintf("warmup-%d", i), &o, &m, &lat, nil)
+			if w.tally.Failed > 0 {
+				errs <- fmt.Errorf("warm-up run failed: %q", w.problems)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range cfg.warmup {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
