@@ -101,18 +101,34 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 		}
 		if a.sc.lazyTurns != nil {
 			var ev agui.Event
-			var s jsonlex.Scanner
-			for i, it := range a.sc.lazyTurns[n] {
-				if it.delay > 0 {
-					if !pause(it.delay) {
+			s := jsonlex.New(a.sc.lazyTurns[n])
+			if err := s.ArrayStart(); err != nil {
+				yield(agui.Event{}, fmt.Errorf("scenario turn %d: %w", n, err))
+				return
+			}
+			for i, first := 0, true; ; i, first = i+1, false {
+				ok, err := s.NextElem(first)
+				if err != nil {
+					yield(agui.Event{}, fmt.Errorf("scenario turn %d: %w", n, err))
+					return
+				}
+				if !ok {
+					return
+				}
+				if err := agui.DecodeEvent(s, &ev); err != nil {
+					yield(agui.Event{}, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
+					return
+				}
+				if ev.Type == "" {
+					d, err := delayOf(&ev)
+					if err != nil {
+						yield(agui.Event{}, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
+						return
+					}
+					if d > 0 && !pause(d) {
 						return
 					}
 					continue
-				}
-				s.Reset(it.raw)
-				if err := agui.DecodeEvent(&s, &ev); err != nil {
-					yield(agui.Event{}, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
-					return
 				}
 				if stamp {
 					ev.Timestamp = time.Now().UnixMilli()
@@ -121,7 +137,6 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 					return
 				}
 			}
-			return
 		}
 		for _, it := range a.sc.Turns[n] {
 			if it.Delay > 0 {
