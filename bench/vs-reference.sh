@@ -99,6 +99,8 @@ echo "load average at start: $load0, at end: $(cut -d' ' -f1-3 /proc/loadavg) on
 awk -v gw="$gw" -v gr="$gr" -v rw="$rw" -v rr="$rr" -v gc="$gc" -v rc="$rc" -v n="$n" -v p="$pairs" 'BEGIN {
   printf "median of %d pairs, %d deltas: goai %.3f s wall %.3f s cpu %.1f MiB | reference %.3f s wall %.3f s cpu %.1f MiB\n", p, n, gw, gc, gr / 1024, rw, rc, rr / 1024
   gw1 = (gw > 0) ? gw : 0.005
-  printf "per chunk (wall / deltas): goai %.2f us, reference %.2f us\n", gw / n * 1e6, rw / n * 1e6
+  printf "per chunk (wall / deltas): goai %.2f us, reference %.2f us; CPU per chunk: goai %.2f us, reference %.2f us\n", gw / n * 1e6, rw / n * 1e6, gc / n * 1e6, rc / n * 1e6
+  gc1 = (gc > 0) ? gc : 0.005
+  printf "ratio: CPU time goai/reference = %.4f (%.1fx less; the fairer figure when the machine is loaded)\n", gc / rc, rc / gc1
   printf "ratio: wall time goai/reference = %.4f (%.1fx faster), peak memory goai/reference = %.4f (%.1fx less)\n", gw / rw, rw / gw1, gr / rr, rr / gr
 }'
