@@ -16,7 +16,7 @@
 # Usage: bench/scaling.sh [streams|loglen|replicas|all]
 # env: STREAMS="10 100 1000 10000" KINDS="goai-plain goai-sqlite reference"
 #      LOGLEN_SIZES=1000,10000,100000,1000000 PG_LOGLEN_SIZES=1000,10000,100000
-#      CLIENTS=200 REPLICAS="1 2 4" GOAI_BENCH_OUT=dir
+#      CLIENTS=200 REPLICAS="1 2 4" TIMEOUT=5m (per streams run) GOAI_BENCH_OUT=dir
 # Postgres comes from scripts/setup-postgres.sh (database goai_bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,7 +80,7 @@ streams_curve() {
       [ "$n" -ge 1000 ] && ramp=$(( n / 5000 + 1 ))s
       local line
       line=$("$out/load" -url "${urls[0]}" -pid "${pids[0]}" -clients "$n" -tokens "$tokens" -wire "$wire" \
-        -ramp "$ramp" -warmup 5 -timeout 5m -json -label "$kind $n" 2>&1) || true
+        -ramp "$ramp" -warmup 5 -timeout "${TIMEOUT:-5m}" -json -label "$kind $n" 2>&1) || true
       stop_all
       node -e '
         let r; try { r = JSON.parse(process.argv[1]) } catch { console.log(`| ${process.argv[2]} | ${process.argv[3]} | failed: ${process.argv[1].slice(0, 200).replace(/\n/g, " ")} |`); process.exit(0) }
