@@ -155,6 +155,9 @@ type config struct {
 	timeout     time.Duration
 	warmup      int
 	pids        []int
+	// runPrefix makes run ids unique per invocation: a durable server
+	// answers a known X-Run-Id by replaying that run's log.
+	runPrefix string
 }
 
 // Report is the outcome of one load run.
@@ -235,6 +238,9 @@ type result struct {
 }
 
 func run(cfg config) (*Report, error) {
+	if cfg.runPrefix == "" {
+		cfg.runPrefix = strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
 
@@ -304,7 +310,7 @@ func run(cfg config) (*Report, error) {
 				if cfg.join {
 					joinURL = cfg.urls[(c+1)%len(cfg.urls)]
 				}
-				res := stream(ctx, client, cfg, url, joinURL, fmt.Sprintf("load-%d-%d", c, r), &open, &maxOpen, &o.lat, &o.joinLat)
+				res := stream(ctx, client, cfg, url, joinURL, fmt.Sprintf("load-%s-%d-%d", cfg.runPrefix, c, r), &open, &maxOpen, &o.lat, &o.joinLat)
 				o.results = append(o.results, res)
 			}
 		}(c)
@@ -403,7 +409,7 @@ func warmUp(ctx context.Context, client *http.Client, cfg config) error {
 		go func() {
 			var o, m atomic.Int64
 			var lat []int32
-			w := stream(ctx, client, cfg, cfg.urls[i%len(cfg.urls)], "", fmt.Sprintf("warmup-%d", i), &o, &m, &lat, nil)
+			w := stream(ctx, client, cfg, cfg.urls[i%len(cfg.urls)], "", fmt.Sprintf("warmup-%s-%d", cfg.runPrefix, i), &o, &m, &lat, nil)
 			if w.tally.Failed > 0 {
 				errs <- fmt.Errorf("warm-up run failed: %q", w.problems)
 				return
