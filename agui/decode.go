@@ -35,6 +35,19 @@ func DecodeEvent(data []byte, e *Event) error {
 	return nil
 }
 
+// knownTypes interns the event types this package names.
+var knownTypes = func() map[string]EventType {
+	m := make(map[string]EventType)
+	for _, t := range []EventType{RunStarted, RunFinished, RunError, TextMessageStart, TextMessageContent,
+		TextMessageEnd, TextMessageChunk, ToolCallStart, ToolCallArgs, ToolCallEnd, ToolCallResult, ToolCallChunk,
+		StepStarted, StepFinished, ReasoningStart, ReasoningMessageStart, ReasoningMessageContent, ReasoningMessageEnd,
+		ReasoningMessageChunk, ReasoningEnd, ReasoningEncryptedValue, MessagesSnapshot, StateSnapshot, StateDelta,
+		Custom, Raw} {
+		m[string(t)] = t
+	}
+	return m
+}()
+
 // decodeEvent reads one event object from s into e (which it resets).
 func decodeEvent(s *jsonlex.Scanner, e *Event) error {
 	*e = Event{}
@@ -80,11 +93,19 @@ func decodeField(s *jsonlex.Scanner, e *Event, key string, scratch *[]byte) erro
 	}
 	switch key {
 	case "type":
-		var t string
-		if err := str(&t); err != nil {
+		if s.IsNull() {
+			return nil
+		}
+		v, err := s.String((*scratch)[:0])
+		if err != nil {
 			return err
 		}
-		e.Type = EventType(t)
+		// The known types share one string each instead of a copy per event.
+		if t, ok := knownTypes[string(v)]; ok {
+			e.Type = t
+		} else {
+			e.Type = EventType(v)
+		}
 		return nil
 	case "timestamp":
 		if s.IsNull() {

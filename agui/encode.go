@@ -25,7 +25,9 @@ func AppendJSON(dst []byte, e *Event) []byte {
 // the spec array form with leftovers in metadata.tanstack.usage. It is what
 // the SSE and NDJSON encoders write.
 func AppendWire(dst []byte, e *Event) []byte {
-	if isPlainDelta(e) {
+	if isPlainDelta(e) || inWireForm(e) {
+		// The engine's events arrive normalized: write them as they are
+		// instead of normalizing a second time.
 		return appendEvent(dst, e, true, "")
 	}
 	n := normalizeSpec(e)
@@ -46,6 +48,63 @@ func isPlainDelta(e *Event) bool {
 		e.Code == "" && e.Subtype == "" && e.EntityID == "" && e.EncryptedValue == "" && e.Messages == nil &&
 		e.Snapshot == nil && e.Patch == nil && e.Value == nil && e.Outcome == nil &&
 		(e.Type == ToolCallArgs || e.ToolCallID == "") && (e.Type != ToolCallArgs || e.MessageID == "")
+}
+
+// inWireForm reports whether normalizeSpec would hand e back unchanged, apart
+// from in-process fields appendEvent never writes on the wire (the
+// TOOL_CALL_START toolName alias): no TanStack extra outside metadata, no
+// named key the type's spec lacks, no non-spec Extra key. Usage on
+// RUN_FINISHED and RUN_ERROR passes, as appendEvent splits it the same way.
+func inWireForm(e *Event) bool {
+	if e.Model != "" || e.FinishReason != "" || e.Args != "" || e.Index != nil || e.State != "" ||
+		e.StepID != "" || e.StepType != "" || e.Signature != "" || e.Error != nil {
+		return false
+	}
+	spec := specKeys[e.Type]
+	if e.ToolName != "" && (e.Type != ToolCallStart || e.ToolCallName == "") {
+		return false
+	}
+	if e.Result != nil && spec&kResult == 0 {
+		return false
+	}
+	var has keySet
+	set := func(k keySet, present bool) {
+		if present {
+			has |= k
+		}
+	}
+	set(kThreadID, e.ThreadID != "")
+	set(kRunID, e.RunID != "")
+	set(kParentRunID, e.ParentRunID != "")
+	set(kInput, e.Input != nil)
+	set(kOutcome, e.Outcome != nil)
+	set(kUsage, e.Usage != nil)
+	set(kMessage, e.Message != "")
+	set(kCode, e.Code != "")
+	set(kMessageID, e.MessageID != "")
+	set(kRole, e.Role != "")
+	set(kName, e.Name != "")
+	set(kDelta, e.Delta != "" || e.Patch != nil)
+	set(kToolCallID, e.ToolCallID != "")
+	set(kToolCallName, e.ToolCallName != "")
+	set(kParentMessageID, e.ParentMessageID != "")
+	set(kContent, e.Content != "")
+	set(kStepName, e.StepName != "")
+	set(kSubtype, e.Subtype != "")
+	set(kEntityID, e.EntityID != "")
+	set(kEncryptedValue, e.EncryptedValue != "")
+	set(kMessages, e.Messages != nil)
+	set(kSnapshot, e.Snapshot != nil)
+	set(kValue, e.Value != nil)
+	if has&^spec != 0 {
+		return false
+	}
+	for k := range e.Extra {
+		if !isExtraSpec(e.Type, k) {
+			return false
+		}
+	}
+	return true
 }
 
 func appendEvent(b []byte, e *Event, wire bool, usageModel string) []byte {

@@ -113,6 +113,15 @@ func Normalize(e *Event) Event {
 
 // normalizeSpec is Normalize without the in-process aliases: the wire form.
 func normalizeSpec(e *Event) Event {
+	// The hot path: a text or tool-args delta whose only extra is the
+	// model (the reference's adapters stamp it on every chunk).
+	if e.Model != "" && (e.Type == TextMessageContent || e.Type == ToolCallArgs) {
+		n := *e
+		n.Model = ""
+		if isPlainDelta(&n) {
+			return n
+		}
+	}
 	spec := specKeys[e.Type]
 	n := *e
 	var ts map[string]any

@@ -379,14 +379,24 @@ function build() {
   return options
 }
 
+// Writes as a Node server does: write each chunk and wait only when the
+// stream asks for it (write returned false: wait for 'drain'). Awaiting every
+// write's callback would cost one event-loop round trip per chunk, which no
+// real program pays and which would make the reference look slower than it is.
 function writeOut(chunk) {
-  return new Promise((resolve, reject) =>
-    process.stdout.write(chunk, (err) => (err ? reject(err) : resolve())),
-  )
+  if (process.stdout.write(chunk)) return undefined
+  return new Promise((resolve) => process.stdout.once('drain', resolve))
 }
 
-function writeErr(line) {
-  return new Promise((resolve) => process.stderr.write(line, () => resolve()))
+// Resolves once everything written so far has been handed to the OS, so
+// process.exit cannot cut the output short.
+function flush(stream) {
+  return new Promise((resolve) => stream.write('', () => resolve()))
+}
+
+async function writeErr(line) {
+  process.stderr.write(line)
+  await flush(process.stderr)
 }
 
 async function main() {
@@ -403,10 +413,15 @@ async function main() {
   for (;;) {
     const { value, done } = await reader.read()
     if (done) break
-    await writeOut(Buffer.from(value))
+    const wait = writeOut(value)
+    if (wait) await wait
   }
-  if (logging) await writeErr(`HOOKS: ${JSON.stringify(hooks)}\n`)
-  if (adapterLog) await writeErr(`ADAPTER: ${JSON.stringify(adapterCalls)}\n`)
+  await flush(process.stdout)
+  // Hook and adapter logs are collected in memory and written once, at the end.
+  let log = ''
+  if (logging) log += `HOOKS: ${JSON.stringify(hooks)}\n`
+  if (adapterLog) log += `ADAPTER: ${JSON.stringify(adapterCalls)}\n`
+  if (log) await writeErr(log)
   process.exit(0)
 }
 

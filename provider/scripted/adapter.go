@@ -11,6 +11,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/internal/jsonlex"
 )
 
 // Adapter replays a scenario's turns, one per ChatStream call, across every
@@ -79,6 +80,10 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 	}
 	a.record(Call{Kind: "chatStream", Messages: append([]agui.ModelMessage(nil), req.Messages...), Tools: names})
 	a.mu.Unlock()
+	if a.sc.Cycle && a.sc.NumTurns() > 0 {
+		n %= a.sc.NumTurns()
+	}
+	stamp := a.sc.StampYield
 	return func(yield func(agui.Event, error) bool) {
 		if n >= a.sc.NumTurns() {
 			yield(agui.Event{Type: agui.RunError, Message: "script exhausted"}, nil)
@@ -96,22 +101,46 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 		}
 		if a.sc.lazyTurns != nil {
 			var ev agui.Event
-			for i, it := range a.sc.lazyTurns[n] {
-				if it.delay > 0 {
-					if !pause(it.delay) {
+			s := jsonlex.New(a.sc.lazyTurns[n])
+			if err := s.ArrayStart(); err != nil {
+				yield(agui.Event{}, fmt.Errorf("scenario turn %d: %w", n, err))
+				return
+			}
+			for i, first := 0, true; ; i, first = i+1, false {
+				ok, err := s.NextElem(first)
+				if err != nil {
+					yield(agui.Event{}, fmt.Errorf("scenario turn %d: %w", n, err))
+					return
+				}
+				if !ok {
+					return
+				}
+				raw, err := s.Raw()
+				if err == nil {
+					err = agui.DecodeEvent(raw, &ev)
+				}
+				if err != nil {
+					yield(agui.Event{}, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
+					return
+				}
+				if ev.Type == "" {
+					d, err := delayOf(&ev)
+					if err != nil {
+						yield(agui.Event{}, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
+						return
+					}
+					if d > 0 && !pause(d) {
 						return
 					}
 					continue
 				}
-				if err := agui.DecodeEvent(it.raw, &ev); err != nil {
-					yield(agui.Event{}, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
-					return
+				if stamp {
+					ev.Timestamp = time.Now().UnixMilli()
 				}
 				if !yield(ev, nil) {
 					return
 				}
 			}
-			return
 		}
 		for _, it := range a.sc.Turns[n] {
 			if it.Delay > 0 {
@@ -120,7 +149,11 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 				}
 				continue
 			}
-			if !yield(it.Event, nil) {
+			ev := it.Event
+			if stamp {
+				ev.Timestamp = time.Now().UnixMilli()
+			}
+			if !yield(ev, nil) {
 				return
 			}
 		}

@@ -4,7 +4,6 @@
 package scripted
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,13 +17,6 @@ import (
 type Item struct {
 	Event agui.Event
 	Delay int // milliseconds; when > 0 the item is a pause, not a chunk
-}
-
-// lazyItem is a chunk kept as its JSON text (LoadFileLazy): a few dozen
-// bytes instead of a decoded Event.
-type lazyItem struct {
-	raw   []byte
-	delay int
 }
 
 // Structured is what the structured-output call returns or raises.
@@ -50,8 +42,15 @@ type Scenario struct {
 	OutputSchema  json.RawMessage
 	Structured    *Structured
 	Turns         [][]Item
+	// Cycle starts the turns over after the last one instead of answering
+	// "script exhausted": a handful of turns serve a load test of any length.
+	Cycle bool
+	// StampYield sets each chunk's timestamp to the wall clock (ms) at the
+	// moment the adapter yields it, so a client can measure delivery latency
+	// from the model's yield to its read.
+	StampYield bool
 
-	lazyTurns [][]lazyItem // set instead of Turns by LoadFileLazy
+	lazyTurns [][]byte // set instead of Turns by LoadFileLazy: each turn's JSON array
 }
 
 // NumTurns is the number of scripted model turns.
@@ -65,9 +64,12 @@ func (sc *Scenario) NumTurns() int {
 // LoadFile reads and parses a scenario file.
 func LoadFile(path string) (*Scenario, error) { return loadFile(path, false) }
 
-// LoadFileLazy is LoadFile for large scripts: chunks are validated now but
-// kept as their JSON text and decoded as they are replayed, so a script
-// costs about its own size in memory.
+// LoadFileLazy is LoadFile for large scripts: each turn's JSON syntax is
+// checked now, but its chunks are kept as text and decoded as they are
+// replayed, so a script costs its own size in memory and one pass to load.
+// A chunk that is valid JSON but not a valid chunk (no "type", a bad
+// delayMs, a field of the wrong type) is reported when its turn is replayed,
+// as an error naming the turn and chunk.
 func LoadFileLazy(path string) (*Scenario, error) { return loadFile(path, true) }
 
 func loadFile(path string, lazy bool) (*Scenario, error) {
@@ -165,6 +167,10 @@ func (sc *Scenario) setField(k string, raw []byte) error {
 		return json.Unmarshal(raw, &sc.MaxIterations)
 	case "outputSchema":
 		sc.OutputSchema = append(json.RawMessage(nil), raw...)
+	case "cycle":
+		return json.Unmarshal(raw, &sc.Cycle)
+	case "stampYield":
+		return json.Unmarshal(raw, &sc.StampYield)
 	case "structured":
 		sc.Structured = &Structured{}
 		return json.Unmarshal(raw, sc.Structured)
@@ -173,9 +179,8 @@ func (sc *Scenario) setField(k string, raw []byte) error {
 }
 
 func parseTurns(s *jsonlex.Scanner, sc *Scenario, lazy bool) error {
-	var scratch agui.Event
 	if lazy {
-		sc.lazyTurns = [][]lazyItem{}
+		sc.lazyTurns = [][]byte{}
 	}
 	if err := s.ArrayStart(); err != nil {
 		return fmt.Errorf("turns: %w", err)
@@ -188,11 +193,24 @@ func parseTurns(s *jsonlex.Scanner, sc *Scenario, lazy bool) error {
 		if !ok {
 			return nil
 		}
+		if lazy {
+			// One pass checks the whole turn's syntax; its chunks are
+			// decoded as they are replayed.
+			start := s.Pos()
+			raw, err := s.Raw()
+			if err != nil {
+				return fmt.Errorf("turns[%d]: %w", ti, err)
+			}
+			if len(raw) == 0 || raw[0] != '[' {
+				return fmt.Errorf("turns[%d] at offset %d: a turn must be a JSON array", ti, start)
+			}
+			sc.lazyTurns = append(sc.lazyTurns, raw)
+			continue
+		}
 		if err := s.ArrayStart(); err != nil {
 			return fmt.Errorf("turns[%d]: %w", ti, err)
 		}
 		var turn []Item
-		var lturn []lazyItem
 		for ci, first := 0, true; ; ci, first = ci+1, false {
 			ok, err := s.NextElem(first)
 			if err != nil {
@@ -202,60 +220,39 @@ func parseTurns(s *jsonlex.Scanner, sc *Scenario, lazy bool) error {
 				break
 			}
 			var it Item
-			target := &it.Event
-			if lazy {
-				// Only check the syntax now; the chunk is decoded as it is
-				// replayed. Pauses are decoded at once.
-				raw, err := s.Raw()
+			raw, err := s.Raw()
+			if err == nil {
+				err = agui.DecodeEvent(raw, &it.Event)
+			}
+			if err != nil {
+				return fmt.Errorf("turns[%d][%d]: %w", ti, ci, err)
+			}
+			if it.Event.Type == "" {
+				d, err := delayOf(&it.Event)
 				if err != nil {
 					return fmt.Errorf("turns[%d][%d]: %w", ti, ci, err)
 				}
-				if len(raw) == 0 || raw[0] != '{' {
-					return fmt.Errorf("turns[%d][%d]: a chunk must be a JSON object", ti, ci)
-				}
-				if !bytes.Contains(raw, []byte(`"delayMs"`)) {
-					lturn = append(lturn, lazyItem{raw: raw})
+				if d == 0 {
 					continue
 				}
-				target = &scratch
-				if err := agui.DecodeEvent(raw, target); err != nil {
-					return fmt.Errorf("turns[%d][%d]: %w", ti, ci, err)
-				}
-				if target.Type != "" {
-					lturn = append(lturn, lazyItem{raw: raw})
-					continue
-				}
-			} else if raw, err := s.Raw(); err != nil {
-				return fmt.Errorf("turns[%d][%d]: %w", ti, ci, err)
-			} else if err := agui.DecodeEvent(raw, target); err != nil {
-				return fmt.Errorf("turns[%d][%d]: %w", ti, ci, err)
-			}
-			if lazy {
-				it.Event = scratch
-			}
-			if it.Event.Type == "" {
-				d, ok := it.Event.Extra["delayMs"]
-				if !ok {
-					return fmt.Errorf("turns[%d][%d]: a chunk needs a string \"type\" (or be {\"delayMs\": N})", ti, ci)
-				}
-				if err := json.Unmarshal(d, &it.Delay); err != nil || it.Delay < 0 {
-					return fmt.Errorf("turns[%d][%d]: delayMs must be a non-negative integer", ti, ci)
-				}
-				it.Event = agui.Event{}
-				if it.Delay == 0 {
-					continue
-				}
-				if lazy {
-					lturn = append(lturn, lazyItem{delay: it.Delay})
-					continue
-				}
+				it = Item{Delay: d}
 			}
 			turn = append(turn, it)
 		}
-		if lazy {
-			sc.lazyTurns = append(sc.lazyTurns, lturn)
-		} else {
-			sc.Turns = append(sc.Turns, turn)
-		}
+		sc.Turns = append(sc.Turns, turn)
 	}
+}
+
+// delayOf reads the delay of a chunk without a type, which must be
+// {"delayMs": N}.
+func delayOf(e *agui.Event) (int, error) {
+	d, ok := e.Extra["delayMs"]
+	if !ok {
+		return 0, fmt.Errorf("a chunk needs a string \"type\" (or be {\"delayMs\": N})")
+	}
+	var ms int
+	if err := json.Unmarshal(d, &ms); err != nil || ms < 0 {
+		return 0, fmt.Errorf("delayMs must be a non-negative integer")
+	}
+	return ms, nil
 }
