@@ -66,7 +66,7 @@ func (r *run) chunkChain(ev *agui.Event, i int, modelTurn bool) error {
 }
 
 // emitPublic normalizes a post-middleware chunk, adds its fan-outs, and
-// yields the results (core.md §2.3).
+// yields the results (docs/engine.md §4).
 func (r *run) emitPublic(ev *agui.Event, modelTurn bool) {
 	n := agui.Normalize(ev)
 	r.emitNormalized(n, modelTurn)

@@ -220,7 +220,7 @@ func (r *run) abortReason() string {
 	return cause.Error()
 }
 
-// execute is the run algorithm (core.md §1.2).
+// execute is the run algorithm (docs/engine.md §2).
 func (r *run) execute() {
 	r.log.Log(CatAgentLoop, "run started", slog.String("threadId", r.threadID))
 	err := r.guardedBody()

@@ -43,7 +43,7 @@ func (t *turnState) reset(id string) {
 	t.streamedErrorOrder = t.streamedErrorOrder[:0]
 }
 
-// streamModelTurn runs one adapter call (core.md §1.3).
+// streamModelTurn runs one adapter call (docs/engine.md §3).
 func (r *run) streamModelTurn() error {
 	r.mctx.Phase = PhaseModelStream
 	req := r.buildRequest()

@@ -333,6 +333,7 @@ func (p *producer) drive(opts chat.Options) (sawTerminal bool, thrown error) {
 	}()
 	for ev, err := range chat.Stream(p.ctx, opts) {
 		if err != nil {
+			p.h.logEnginePanic(err, "runId", p.runID)
 			return sawTerminal, err
 		}
 		sawTerminal = ev.IsTerminal()

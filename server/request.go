@@ -76,6 +76,16 @@ func (h *Handler) decodeChat(w http.ResponseWriter, r *http.Request) (*chatReque
 	opts.ParentRunID = in.ParentRunID
 	opts.State = in.State
 	opts.Profile = h.cfg.Profile
+	// The engine's own error lines (a recovered panic's stack among them)
+	// go to the server's logger unless the application routed them.
+	switch {
+	case opts.Debug == nil:
+		opts.Debug = &chat.Debug{Logger: h.cfg.Logger}
+	case opts.Debug.Logger == nil:
+		d := *opts.Debug
+		d.Logger = h.cfg.Logger
+		opts.Debug = &d
+	}
 	for _, e := range in.Resume {
 		opts.Resume = append(opts.Resume, chat.ResumeItem{InterruptID: e.InterruptID, Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
 	}

@@ -69,6 +69,7 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, cr *chatRe
 	h.metrics.streamFinished(failed, werr)
 	if failed != nil && werr == nil {
 		h.cfg.Logger.Error("chat run failed", "runId", cr.input.RunID, "error", failed)
+		h.logEnginePanic(failed, "runId", cr.input.RunID)
 	}
 }
 

@@ -31,7 +31,7 @@ func dockerOwner(dataDir string) string {
 
 // releaseSandbox is server.Recovery.ReleaseSandbox for goai serve: the
 // sandbox of a run whose producer died (reclaimed or expired) is destroyed
-// through its thread's definition (sandbox.md's reclaimSandbox). It is nil
+// through its thread's definition (docs/sandbox.md §9). It is nil
 // when serve runs without sandboxes.
 func (a *agent) releaseSandbox() func(ctx context.Context, rec durable.RunRecord) error {
 	if a == nil {

@@ -62,6 +62,7 @@ type agent struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox.Sandbox // by workspace directory
+	createMu  sync.Mutex                  // serializes creating thread workspaces
 }
 
 // openAgent resolves the agent flags; it returns nil for plain chat.
@@ -234,19 +235,41 @@ func (a *agent) workspaceDir(threadID string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		return dir, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Concurrent first requests of one thread (a client retrying, several
+	// tabs) create it once: serialized here, and built aside then renamed
+	// into place so a crash mid-way never leaves a half-made repository.
+	a.createMu.Lock()
+	defer a.createMu.Unlock()
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", fmt.Errorf("creating the thread's workspace: %w", err)
 	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".new-")
+	if err != nil {
+		return "", fmt.Errorf("creating the thread's workspace: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, args := range [][]string{
 		{"init", "-q"},
 		{"-c", "user.name=goai", "-c", "user.email=goai@localhost", "commit", "-q", "--allow-empty", "-m", "workspace created"},
 	} {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", tmp}, args...)...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("git %s in the thread's workspace: %v: %s", args[0], err, bytes.TrimSpace(out))
 		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("creating the thread's workspace: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, ".git")); serr == nil {
+			return dir, nil // another process made it first
+		}
+		return "", fmt.Errorf("creating the thread's workspace: %w", err)
 	}
 	return dir, nil
 }
