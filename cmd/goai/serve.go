@@ -19,6 +19,7 @@ import (
 	"github.com/goai-sdk/goai/sandbox/watchcli"
 	"github.com/goai-sdk/goai/server"
 	"github.com/goai-sdk/goai/web"
+	"github.com/goai-sdk/goai/workspace"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -55,17 +56,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	build, desc, err := modelOptions(*model)
-	if err != nil {
-		fmt.Fprintln(stderr, "goai serve:", err)
-		return 2
-	}
 	ag, err := openAgent(ctx, agentCfg, dataDirOf(*storeURL), logger)
 	if err != nil {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2
 	}
 	ag.allowNetwork(*model)
+	build, desc, err := modelOptions(*model, ag.commandPolicy())
+	if err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
 	build = ag.wrap(build)
 	mcpt, err := openMCP(ctx, *mcpServers, logger)
 	if err != nil {
@@ -176,7 +177,8 @@ func envOr(k, def string) string {
 }
 
 // modelOptions resolves --model into a per-request options builder.
-func modelOptions(model string) (func(*server.Request) (chat.Options, error), string, error) {
+// A coding agent's own commands follow policy.
+func modelOptions(model string, policy *workspace.Policy) (func(*server.Request) (chat.Options, error), string, error) {
 	switch {
 	case model == "" || model == "demo":
 		cat := newCatalogue()
@@ -203,7 +205,7 @@ func modelOptions(model string) (func(*server.Request) (chat.Options, error), st
 			return opts, nil
 		}, "scripted " + sc.Name, nil
 	}
-	if h, desc, ok, err := harnessModel(model, os.Getenv); ok {
+	if h, desc, ok, err := harnessModel(model, os.Getenv, policy); ok {
 		if err != nil {
 			return nil, "", err
 		}

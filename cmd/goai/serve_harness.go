@@ -6,7 +6,17 @@ import (
 
 	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/harness"
+	"github.com/goai-sdk/goai/workspace"
 )
+
+// commandPolicy is the policy of the agent's commands (nil for plain chat
+// or the default, ask for every command).
+func (a *agent) commandPolicy() *workspace.Policy {
+	if a == nil {
+		return nil
+	}
+	return a.policy
+}
 
 // harnessJournalDir keeps agent journals inside the workspace's .git
 // directory: out of git's and the watcher's view, and visible to every
@@ -17,7 +27,14 @@ const harnessJournalDir = ".git/goai-runs"
 // claude-code:MODEL, codex:MODEL and acp:COMMAND. ok is false for any
 // other model. The agent runs in the thread's sandbox, which must let it
 // reach its model API; its keys and base URLs come from the environment.
-func harnessModel(model string, getenv func(string) string) (a *harness.Adapter, desc string, ok bool, err error) {
+//
+// policy decides the agent's shell commands (nil: ask for every command,
+// which an agent mid-turn cannot do, so it may edit files but run nothing
+// the policy does not allow).
+func harnessModel(model string, getenv func(string) string, policy *workspace.Policy) (a *harness.Adapter, desc string, ok bool, err error) {
+	if policy == nil {
+		policy = &workspace.Policy{}
+	}
 	kind, arg, found := strings.Cut(model, ":")
 	if !found {
 		return nil, "", false, nil
@@ -35,8 +52,10 @@ func harnessModel(model string, getenv func(string) string) (a *harness.Adapter,
 	switch kind {
 	case "claude-code":
 		opts.Env = pass("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
-		return harness.New(harness.ClaudeCode{Binary: envOr("GOAI_CLAUDE_BIN", "claude")}, arg, opts), "Claude Code " + arg, true, nil
+		return harness.New(harness.ClaudeCode{Binary: envOr("GOAI_CLAUDE_BIN", "claude"), Policy: policy}, arg, opts), "Claude Code " + arg, true, nil
 	case "codex":
+		// Codex takes no per-command rules: its commands run unchecked
+		// inside the sandbox, which stays the boundary.
 		opts.Env = pass("OPENAI_API_KEY", "OPENAI_BASE_URL")
 		return harness.New(harness.Codex{Binary: envOr("GOAI_CODEX_BIN", "codex")}, arg, opts), "Codex " + arg, true, nil
 	case "acp":
@@ -45,7 +64,7 @@ func harnessModel(model string, getenv func(string) string) (a *harness.Adapter,
 		}
 		opts.Env = pass("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY")
 		opts.Journal = false // a conversation over stdin cannot be journaled
-		return harness.New(harness.ACP{Command: arg}, "", opts), "ACP agent " + arg, true, nil
+		return harness.New(harness.ACP{Command: arg, Permit: harness.PolicyPermit(policy)}, "", opts), "ACP agent " + arg, true, nil
 	}
 	return nil, "", false, nil
 }
@@ -63,7 +82,7 @@ func (a *agent) allowNetwork(model string) {
 	if a == nil {
 		return
 	}
-	if _, _, ok, _ := harnessModel(model, func(string) string { return "" }); ok {
+	if _, _, ok, _ := harnessModel(model, func(string) string { return "" }, nil); ok {
 		a.network = true
 	}
 }

@@ -42,7 +42,12 @@ func (s *syncBuffer) String() string {
 // data directory of its own, and returns its base URL and data directory.
 func startServe(t *testing.T, args ...string) (string, string) {
 	t.Helper()
-	data := t.TempDir()
+	return startServeIn(t, t.TempDir(), args...)
+}
+
+// startServeIn is startServe with the data directory given.
+func startServeIn(t *testing.T, data string, args ...string) (string, string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	stderr := &syncBuffer{}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goai-sdk/goai/provider/mockprovider"
+	"github.com/goai-sdk/goai/provider/scripted"
+)
+
+// TestServeClaudeCodeAgent: GOAI_MODEL=claude-code:MODEL makes goai serve run
+// the real Claude Code CLI (pinned in harness/testdata/agents) in the
+// thread's sandbox, its model being goai mock-provider: the stream carries
+// the agent's tool call and its result, the sandbox file events of its edit,
+// the whole-tree diff and the session id, and the file is in the thread's
+// workspace.
+func TestServeClaudeCodeAgent(t *testing.T) {
+	bin, err := filepath.Abs("../../harness/testdata/agents/node_modules/.bin/claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Claude Code is not installed (scripts/test.sh runs npm ci in harness/testdata/agents): %v", err)
+		}
+		t.Skip("Claude Code not installed: npm ci in harness/testdata/agents")
+	}
+	const thread = "agent-thread"
+	data := t.TempDir()
+	dir := filepath.Join(data, "workspaces", threadDirName(thread))
+	args, _ := json.Marshal(map[string]string{"file_path": filepath.Join(dir, "hello.txt"), "content": "hello from the agent\n"})
+	delta, _ := json.Marshal(string(args))
+	sc, err := scripted.Parse([]byte(fmt.Sprintf(`{"name":"agent","threadId":"t","messages":[],"tools":[],"middleware":[],"turns":[
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"type":"TOOL_CALL_START","toolCallId":"toolu_w","toolCallName":"Write","index":0},{"type":"TOOL_CALL_ARGS","toolCallId":"toolu_w","delta":%s},{"type":"TOOL_CALL_END","toolCallId":"toolu_w"},{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"},{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"Wrote hello.txt."},{"type":"TEXT_MESSAGE_END","messageId":"m"},{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"stop"}]
+]}`, delta)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := httptest.NewServer(mockprovider.NewHandler("anthropic", sc, ""))
+	defer model.Close()
+	t.Setenv("ANTHROPIC_BASE_URL", model.URL)
+	t.Setenv("ANTHROPIC_API_KEY", "dummy-key")
+	t.Setenv("GOAI_CLAUDE_BIN", bin)
+	t.Setenv("HOME", t.TempDir()) // Claude Code keeps its state under $HOME
+
+	base, _ := startServeIn(t, data, "--model", "claude-code:claude-sonnet-4-5", "--sandbox", "local")
+	evs := post(t, base, runBody(thread, "agent-run-1", []map[string]any{{"id": "u1", "role": "user", "content": "Write hello.txt"}}))
+	s := summarize(evs)
+	if s.runError != nil {
+		t.Fatalf("run failed: %v", s.runError)
+	}
+	if strings.Join(s.tools, ",") != "Write" || !anyContains(s.results, "hello.txt") {
+		t.Errorf("agent tool calls %v, results %v", s.tools, s.results)
+	}
+	if !strings.Contains(s.text, "Wrote hello.txt") {
+		t.Errorf("text %q", s.text)
+	}
+	if !anyContains(s.customs["sandbox.file"], "hello.txt") {
+		t.Errorf("no sandbox.file for hello.txt: %v", s.customs)
+	}
+	if !anyContains(s.customs["file.changed"], "+hello from the agent") {
+		t.Errorf("file.changed %v", s.customs["file.changed"])
+	}
+	if len(s.customs["claude-code.session-id"]) != 1 {
+		t.Errorf("session id events %v", s.customs["claude-code.session-id"])
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "hello.txt")); err != nil || string(b) != "hello from the agent\n" {
+		t.Errorf("hello.txt in the thread's workspace: %q %v", b, err)
+	}
+}
