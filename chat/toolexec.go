@@ -230,6 +230,9 @@ func (r *run) reportSkippedCalls() error {
 			results = append(results, res) // the adapter's own outcome
 			continue
 		}
+		if pe, _ := tc.Metadata["providerExecuted"].(bool); pe {
+			continue // it ran where the adapter runs it, which reports its outcome
+		}
 		results = append(results, errResult(tc.ID, tc.Function.Name, nil, "Tool call not executed: "+reason))
 	}
 	r.calls.reset()

@@ -61,7 +61,9 @@ func (l *lockedBuffer) String() string {
 func startServe(t *testing.T, bin, wire, scenario string) (string, *lockedBuffer) {
 	t.Helper()
 	store := "sqlite:" + filepath.Join(t.TempDir(), "goai.db")
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--wire", wire, "--store", store, "--model", "scripted:"+scenario)
+	// --no-tools: the scenario's own tools only, no agent sandbox, exactly
+	// as the reference engine runs it.
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--wire", wire, "--store", store, "--model", "scripted:"+scenario, "--no-tools")
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
