@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -64,10 +65,17 @@ func newBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The profile directory is removed only after the whole browser (its
+	// renderer and utility processes too) is gone: they write into it.
+	profile, err := os.MkdirTemp("", "goai-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
-		"--user-data-dir="+t.TempDir(), "--remote-debugging-pipe", "about:blank")
+		"--user-data-dir="+profile, "--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{cmdR, outW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +85,14 @@ func newBrowser(t *testing.T) *browser {
 	go b.read(outR)
 	t.Cleanup(func() {
 		cmdW.Close()
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the browser's process group
 		_ = cmd.Wait()
 		<-b.done
+		// A child that was mid-write when killed may still be exiting.
+		for i := 0; i < 50 && syscall.Kill(-cmd.Process.Pid, 0) == nil; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+		_ = os.RemoveAll(profile)
 		if t.Failed() {
 			b.mu.Lock()
 			t.Logf("page console:\n%s", strings.Join(b.logs, "\n"))
