@@ -44,11 +44,11 @@ start() {
   local kind=$1 sc=$2 store=${3:-} log="$out/scaling-$1-${#pids[@]}.log"
   : >"$log"
   case $kind in
-    goai-plain) "$out/goai" serve --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;
+    goai-plain) GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;
     goai-sqlite)
       rm -rf "$out/scaling-db" && mkdir -p "$out/scaling-db"
-      "$out/goai" serve --addr 127.0.0.1:0 --store "sqlite:$out/scaling-db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
-    goai-postgres) GOAI_LEASE=15s "$out/goai" serve --addr 127.0.0.1:0 --store "$store" --model "scripted:$sc" >"$log" 2>&1 & ;;
+      GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store "sqlite:$out/scaling-db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
+    goai-postgres) GOAI_LEASE=15s GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store "$store" --model "scripted:$sc" >"$log" 2>&1 & ;;
     reference)
       [ -f bench/reference/node_modules/@tanstack/ai/package.json ] ||
         (cd bench/reference && npm ci --no-audit --no-fund --loglevel=error)

@@ -42,10 +42,10 @@ start_server() {
   local kind=$1 sc=$2 log="$out/server-$1.log"
   : >"$log"
   case $kind in
-    goai-plain) "$out/goai" serve --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;
+    goai-plain) GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;
     goai-sqlite)
       rm -rf "$out/db" && mkdir -p "$out/db"
-      "$out/goai" serve --addr 127.0.0.1:0 --store "sqlite:$out/db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
+      GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store "sqlite:$out/db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
     reference) node bench/reference/server.mjs "$sc" >"$log" 2>&1 & ;;
   esac
   pid=$!

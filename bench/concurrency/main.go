@@ -126,7 +126,9 @@ func run(goai string, m, k int, hold time.Duration, wire, store string, timeout 
 	if store == "sqlite" {
 		store = "sqlite:" + filepath.Join(dir, "goai.db")
 	}
-	srv := exec.CommandContext(ctx, goai, "serve", "--addr", "127.0.0.1:0", "--wire", wire, "--store", store, "--model", "scripted:"+file)
+	// A load test: no agent sandbox, no run cap, no per-user rate.
+	srv := exec.CommandContext(ctx, goai, "serve", "--no-tools", "--addr", "127.0.0.1:0", "--wire", wire, "--store", store, "--model", "scripted:"+file)
+	srv.Env = append(os.Environ(), "GOAI_MAX_RUNS=0", "GOAI_RATE=0")
 	var srvErr bytes.Buffer
 	srv.Stderr = &srvErr
 	out, err := srv.StdoutPipe()

@@ -83,11 +83,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer closeStore()
 	cfg := server.Config{
 		Options: build, Profile: profile, Logger: logger, Store: store,
-		Fallback:       http.FileServerFS(web.FS),
-		Tokens:         tokens,
-		AllowedOrigins: limits.allowedOrigins,
-		MaxRuns:        limits.maxRuns,
-		BodyTimeout:    limits.bodyTimeout,
+		Fallback:          http.FileServerFS(web.FS),
+		Tokens:            tokens,
+		AllowedOrigins:    limits.allowedOrigins,
+		MaxRuns:           limits.maxRuns,
+		RequestsPerSecond: limits.rate,
+		BodyTimeout:       limits.bodyTimeout,
 		Info: map[string]any{
 			"model": desc, "wire": profile, "store": storeKind(*storeURL),
 			"demo": *model == "" || *model == "demo", "sandbox": ag.kindName(),

@@ -111,6 +111,7 @@ type serveLimits struct {
 	allowedOrigins []string
 	allowedHosts   []string
 	bodyTimeout    time.Duration
+	rate           float64 // chat POSTs per second per principal; 0 default, <0 unbounded
 }
 
 func loadServeLimits(getenv func(string) string) (serveLimits, error) {
@@ -135,6 +136,16 @@ func loadServeLimits(getenv func(string) string) (serveLimits, error) {
 			return l, fmt.Errorf("GOAI_BODY_TIMEOUT: want a positive duration, got %q", v)
 		}
 		l.bodyTimeout = d
+	}
+	if v := getenv("GOAI_RATE"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r < 0 {
+			return l, fmt.Errorf("GOAI_RATE: want chat requests per second per user (0: no bound), got %q", v)
+		}
+		l.rate = r
+		if r == 0 {
+			l.rate = -1
+		}
 	}
 	l.allowedOrigins = splitList(getenv("GOAI_ALLOWED_ORIGINS"))
 	for _, o := range l.allowedOrigins {
