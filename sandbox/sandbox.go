@@ -235,3 +235,14 @@ type RestoreOptions struct {
 type SnapshotRestorer interface {
 	RestoreSnapshot(ctx context.Context, opts RestoreOptions) (Handle, error)
 }
+
+// ForkBySnapshot is Fork for providers whose fork is a snapshot restored
+// into a new sandbox: h is snapshotted (labelled "fork") and restored by r
+// with env, the handle's environment.
+func ForkBySnapshot(ctx context.Context, h Snapshotter, r SnapshotRestorer, env map[string]string) (Handle, error) {
+	snap, err := h.Snapshot(ctx, "fork")
+	if err != nil {
+		return nil, err
+	}
+	return r.RestoreSnapshot(ctx, RestoreOptions{SnapshotID: snap.ID, Env: env})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"time"
@@ -77,17 +78,10 @@ func (p *Provider) DeleteSnapshot(ctx context.Context, id string) error {
 
 // Fork commits the container and starts a new one from the commit.
 func (h *Handle) Fork(ctx context.Context) (sandbox.Handle, error) {
-	snap, err := h.Snapshot(ctx, "fork")
-	if err != nil {
-		return nil, err
-	}
 	h.mu.Lock()
-	env := make(map[string]string, len(h.env))
-	for k, v := range h.env {
-		env[k] = v
-	}
+	env := maps.Clone(h.env)
 	h.mu.Unlock()
-	return h.p.RestoreSnapshot(ctx, sandbox.RestoreOptions{SnapshotID: snap.ID, Env: env})
+	return sandbox.ForkBySnapshot(ctx, h, h.p, env)
 }
 
 // SweepOptions configures Sweep.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -310,15 +311,8 @@ func (p *Provider) DeleteSnapshot(_ context.Context, id string) error {
 
 // Fork snapshots the workspace and restores it into a new sandbox.
 func (h *Handle) Fork(ctx context.Context) (sandbox.Handle, error) {
-	snap, err := h.Snapshot(ctx, "fork")
-	if err != nil {
-		return nil, err
-	}
 	h.mu.Lock()
-	env := make(map[string]string, len(h.env))
-	for k, v := range h.env {
-		env[k] = v
-	}
+	env := maps.Clone(h.env)
 	h.mu.Unlock()
-	return h.p.RestoreSnapshot(ctx, sandbox.RestoreOptions{SnapshotID: snap.ID, Env: env})
+	return sandbox.ForkBySnapshot(ctx, h, h.p, env)
 }
