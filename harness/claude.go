@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/workspace"
 )
 
@@ -55,10 +56,10 @@ func (c ClaudeCode) Launch(inv *Invocation) (*Launch, error) {
 			mode = "dontAsk"
 		}
 	}
-	args := []string{shellQuote(bin), "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-		"--permission-mode", shellQuote(mode)}
+	args := []string{sandbox.Quote(bin), "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
+		"--permission-mode", sandbox.Quote(mode)}
 	if inv.Model != "" {
-		args = append(args, "--model", shellQuote(inv.Model))
+		args = append(args, "--model", sandbox.Quote(inv.Model))
 	}
 	l := &Launch{Stdin: inv.Prompt, Env: map[string]string{
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -81,19 +82,19 @@ func (c ClaudeCode) Launch(inv *Invocation) (*Launch, error) {
 		}
 		name := ".goai-mcp-bridge-" + EncodeRunID(inv.RunID) + ".json"
 		l.Files = map[string]string{name: string(cfg)}
-		args = append(args, "--mcp-config", shellQuote(name), "--strict-mcp-config")
+		args = append(args, "--mcp-config", sandbox.Quote(name), "--strict-mcp-config")
 	}
 	if c.Policy != nil {
 		allow, deny, _ := claudeRules(c.Policy)
 		// File edits stay allowed: the sandbox and its file events watch them.
 		allow = append(allow, "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "LS", "mcp__tanstack")
-		args = append(args, "--allowedTools", shellQuote(strings.Join(allow, ",")))
+		args = append(args, "--allowedTools", sandbox.Quote(strings.Join(allow, ",")))
 		if len(deny) > 0 {
-			args = append(args, "--disallowedTools", shellQuote(strings.Join(deny, ",")))
+			args = append(args, "--disallowedTools", sandbox.Quote(strings.Join(deny, ",")))
 		}
 	}
 	for _, a := range c.ExtraArgs {
-		args = append(args, shellQuote(a))
+		args = append(args, sandbox.Quote(a))
 	}
 	l.Command = strings.Join(args, " ")
 	return l, nil

@@ -3,6 +3,8 @@ package harness
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/goai-sdk/goai/sandbox"
 )
 
 // Codex runs OpenAI's Codex CLI (`codex exec --json`). With OPENAI_BASE_URL
@@ -30,9 +32,9 @@ func (c Codex) Launch(inv *Invocation) (*Launch, error) {
 	}
 	// The sandbox is the boundary: Codex's own sandbox and approvals would
 	// only stop the work the agent was asked to do.
-	args := []string{shellQuote(bin), "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
+	args := []string{sandbox.Quote(bin), "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
 	if inv.Model != "" {
-		args = append(args, "-m", shellQuote(inv.Model))
+		args = append(args, "-m", sandbox.Quote(inv.Model))
 	}
 	l := &Launch{Stdin: inv.Prompt, Env: map[string]string{}}
 	for k, v := range inv.Env {
@@ -41,19 +43,19 @@ func (c Codex) Launch(inv *Invocation) (*Launch, error) {
 	if base := inv.Env["OPENAI_BASE_URL"]; base != "" {
 		args = append(args,
 			"-c", "model_provider=goai",
-			"-c", shellQuote(`model_providers.goai.name="goai"`),
-			"-c", shellQuote(`model_providers.goai.base_url=`+tomlString(base)),
-			"-c", shellQuote(`model_providers.goai.wire_api="responses"`),
-			"-c", shellQuote(`model_providers.goai.env_key="OPENAI_API_KEY"`))
+			"-c", sandbox.Quote(`model_providers.goai.name="goai"`),
+			"-c", sandbox.Quote(`model_providers.goai.base_url=`+tomlString(base)),
+			"-c", sandbox.Quote(`model_providers.goai.wire_api="responses"`),
+			"-c", sandbox.Quote(`model_providers.goai.env_key="OPENAI_API_KEY"`))
 	}
 	if inv.Bridge != nil {
 		l.Env[codexBridgeTokenEnv] = inv.Bridge.Token
 		args = append(args,
-			"-c", shellQuote(`mcp_servers.tanstack.url=`+tomlString(inv.Bridge.URL)),
-			"-c", shellQuote(`mcp_servers.tanstack.bearer_token_env_var="`+codexBridgeTokenEnv+`"`))
+			"-c", sandbox.Quote(`mcp_servers.tanstack.url=`+tomlString(inv.Bridge.URL)),
+			"-c", sandbox.Quote(`mcp_servers.tanstack.bearer_token_env_var="`+codexBridgeTokenEnv+`"`))
 	}
 	for _, a := range c.ExtraArgs {
-		args = append(args, shellQuote(a))
+		args = append(args, sandbox.Quote(a))
 	}
 	args = append(args, "-")
 	l.Command = strings.Join(args, " ")

@@ -24,6 +24,7 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -311,7 +312,7 @@ func (r *invocationRun) flush(yield func(agui.Event, error) bool) bool {
 
 // line decodes one line of agent output; non-JSON lines are diagnostics.
 func (r *invocationRun) line(raw []byte, dec Decoder, yield func(agui.Event, error) bool) error {
-	raw = trimSpace(raw)
+	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return nil
 	}
@@ -338,7 +339,7 @@ func (r *invocationRun) runPiped(ctx context.Context, dir string, l *Launch, dec
 			return fmt.Errorf("harness: write the prompt file: %w", err)
 		}
 		defer func() { _ = r.h.FS().RemoveAll(context.WithoutCancel(ctx), stdinFile) }()
-		cmd = "( " + cmd + " ) < " + shellQuote(stdinFile)
+		cmd = "( " + cmd + " ) < " + sandbox.Quote(stdinFile)
 	}
 	p, err := r.h.Spawn(ctx, cmd, sandbox.ExecOptions{Dir: dir, Env: l.Env})
 	if err != nil {

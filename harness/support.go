@@ -1,19 +1,14 @@
 package harness
 
 import (
-	"bytes"
 	"path"
 	"strings"
 	"sync"
 	"syscall"
-
-	"github.com/goai-sdk/goai/sandbox"
 )
 
 // killSignal stops an agent whose consumer went away.
 const killSignal = syscall.SIGKILL
-
-func trimSpace(b []byte) []byte { return bytes.TrimSpace(b) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {
@@ -21,8 +16,6 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
-func shellQuote(s string) string { return sandbox.Quote(s) }
 
 func joinPath(dir, name string) string {
 	if path.IsAbs(name) {
