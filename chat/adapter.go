@@ -52,6 +52,9 @@ type Request struct {
 	Capabilities  *Context
 	Approvals     map[string]bool
 	OutputSchema  json.RawMessage // only on the native combined structured path
+	// Attach asks the adapter to re-read the work an earlier host started
+	// for this run rather than start it (Options.Attach, first call only).
+	Attach bool
 }
 
 // ToolSpec is a tool as advertised to the model.

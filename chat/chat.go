@@ -55,6 +55,10 @@ type Options struct {
 	// MESSAGES_SNAPSHOT) and answers a tool call the engine will not run
 	// with a TOOL_CALL_RESULT saying why.
 	Profile agui.Profile
+	// Attach marks a takeover: the run was started by a host that died,
+	// and its first model call re-reads the work in flight (see Attacher)
+	// instead of starting it again. An adapter that cannot attach fails.
+	Attach bool
 }
 
 // RunError is a run failure reported by the model (an adapter RUN_ERROR)
@@ -116,6 +120,9 @@ func Check(opts *Options) error {
 			return fmt.Errorf("chat: interrupt definition ids must be unique and non-empty (%q)", d.ID)
 		}
 		seen[d.ID] = true
+	}
+	if opts.Attach && !CanAttach(opts) {
+		return ErrCannotAttach
 	}
 	return validateCapabilities(opts)
 }

@@ -115,6 +115,7 @@ func (r *run) buildRequest() *Request {
 		Capabilities:  r.mctx,
 		Approvals:     approvals,
 		OutputSchema:  r.combinedSchema(),
+		Attach:        r.opts.Attach && r.iterationCount == 0,
 	}
 }
 

@@ -53,7 +53,9 @@ type Memory struct {
 	logs    map[string]*memLog
 	runs    map[string]*memRun
 	threads map[string]Thread
-	nextRun int64
+	// requests are the stored requests of runs (RequestStore).
+	requests map[string][]byte
+	nextRun  int64
 }
 
 type memLog struct {
@@ -78,6 +80,7 @@ var _ interface {
 	Pruner
 	Leaser
 	ThreadStore
+	RequestStore
 } = (*Memory)(nil)
 
 // NewMemory returns an empty Memory. opts may be nil.
@@ -411,6 +414,7 @@ func (m *Memory) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	for id, r := range m.runs {
 		if r.rec.Status.Terminal() && r.rec.FinishedAt != nil && !r.rec.FinishedAt.After(cutoff) {
 			delete(m.runs, id)
+			delete(m.requests, id)
 		}
 	}
 	return n, nil

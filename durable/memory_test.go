@@ -150,3 +150,7 @@ func TestKeepClosed(t *testing.T) {
 	cancel()
 	<-done
 }
+
+func TestMemoryRequestStoreConformance(t *testing.T) {
+	durabletest.Requests(t, func(t *testing.T) durable.Store { return durable.NewMemory(nil) })
+}

@@ -142,7 +142,10 @@ type Adapter struct {
 	opts  Options
 }
 
-var _ chat.CapabilityRequirer = (*Adapter)(nil)
+var (
+	_ chat.CapabilityRequirer = (*Adapter)(nil)
+	_ chat.Attacher           = (*Adapter)(nil)
+)
 
 // New returns an adapter running agent with model.
 func New(agent Agent, model string, opts Options) *Adapter {
@@ -165,6 +168,16 @@ func (a *Adapter) Model() string { return a.model }
 // has no sandbox before calling the adapter.
 func (a *Adapter) Requires() []chat.CapabilityKey {
 	return []chat.CapabilityKey{sandbox.HandleCapability}
+}
+
+// CanAttach reports whether a successor can take this adapter's runs over
+// (chat.Attacher): with a journal, the agent outlives the host that
+// launched it, and a re-driven run re-reads the journal instead of
+// launching it again. A conversing agent (ACP) talks over stdio and dies
+// with its host.
+func (a *Adapter) CanAttach() bool {
+	_, conversing := a.agent.(Conversing)
+	return a.opts.Journal && !conversing
 }
 
 // ErrNoSandbox is returned when the adapter runs without a sandbox handle.
@@ -229,40 +242,29 @@ func (r *invocationRun) stream(ctx context.Context, yield func(agui.Event, error
 	if runID == "" {
 		runID = newID("run")
 	}
-	base := sandbox.Baseline(ctx, r.h, dir, r.log)
-	inv := &Invocation{Model: r.a.model, Prompt: Prompt(r.req), Dir: dir, RunID: runID, Env: r.a.opts.Env}
-	if !r.a.opts.NoBridge && len(r.req.Tools) > 0 {
-		ep, closeBridge, err := r.openBridge()
-		if err != nil {
-			yield(agui.Event{}, fmt.Errorf("harness: open the tool bridge: %w", err))
+	var (
+		base   string
+		runErr error
+	)
+	if r.req.Attach {
+		// A takeover: the agent was launched by a host that died. Nothing
+		// is started; its journal is read again from the start.
+		if !r.a.CanAttach() {
+			yield(agui.Event{}, fmt.Errorf("harness: %s: %w", r.a.agent.Name(), chat.ErrCannotAttach))
 			return
 		}
-		defer closeBridge()
-		inv.Bridge = ep
-	}
-	l, err := r.a.agent.Launch(inv)
-	if err != nil {
-		yield(agui.Event{}, err)
-		return
-	}
-	if err := r.writeFiles(ctx, dir, l.Files); err != nil {
-		yield(agui.Event{}, err)
-		return
-	}
-	defer r.removeFiles(dir, l.Files)
-
-	if !yield(agui.Event{Type: agui.RunStarted, ThreadID: r.req.ThreadID, RunID: runID, Model: r.a.model}, nil) {
-		return
-	}
-	var runErr error
-	switch ag := r.a.agent.(type) {
-	case Conversing:
-		runErr = r.runConversation(ctx, dir, l, inv, ag, yield)
-	default:
-		if r.a.opts.Journal {
-			runErr = r.runJournaled(ctx, dir, runID, l, ag.NewDecoder(), yield)
-		} else {
-			runErr = r.runPiped(ctx, dir, l, ag.NewDecoder(), yield)
+		j := r.journal(dir, runID)
+		base = j.baseline(ctx, r.h, dir, r.log)
+		if !yield(r.runStarted(runID), nil) {
+			return
+		}
+		runErr = r.attachJournal(ctx, j, r.a.agent.NewDecoder(), yield)
+	} else {
+		base = sandbox.Baseline(ctx, r.h, dir, r.log)
+		var done bool
+		runErr, done = r.launchAndRead(ctx, dir, runID, base, yield)
+		if done {
+			return
 		}
 	}
 	if errors.Is(runErr, errStopped) {
@@ -293,6 +295,50 @@ func (r *invocationRun) stream(ctx context.Context, yield func(agui.Event, error
 		return
 	}
 	yield(agui.Event{Type: agui.RunFinished, ThreadID: r.req.ThreadID, RunID: runID, FinishReason: agui.FinishStop, Usage: r.em.Usage, Model: r.a.model}, nil)
+}
+
+// runStarted is the turn's first event.
+func (r *invocationRun) runStarted(runID string) agui.Event {
+	return agui.Event{Type: agui.RunStarted, ThreadID: r.req.ThreadID, RunID: runID, Model: r.a.model}
+}
+
+// launchAndRead starts the agent (with the tool bridge and its
+// configuration files) and reads what it does until it exits. done is true
+// when the run already ended (a failure before the agent started was
+// yielded, or the consumer stopped).
+func (r *invocationRun) launchAndRead(ctx context.Context, dir, runID, base string, yield func(agui.Event, error) bool) (err error, done bool) {
+	inv := &Invocation{Model: r.a.model, Prompt: Prompt(r.req), Dir: dir, RunID: runID, Env: r.a.opts.Env}
+	if !r.a.opts.NoBridge && len(r.req.Tools) > 0 {
+		ep, closeBridge, err := r.openBridge()
+		if err != nil {
+			yield(agui.Event{}, fmt.Errorf("harness: open the tool bridge: %w", err))
+			return nil, true
+		}
+		defer closeBridge()
+		inv.Bridge = ep
+	}
+	l, err := r.a.agent.Launch(inv)
+	if err != nil {
+		yield(agui.Event{}, err)
+		return nil, true
+	}
+	if err := r.writeFiles(ctx, dir, l.Files); err != nil {
+		yield(agui.Event{}, err)
+		return nil, true
+	}
+	defer r.removeFiles(dir, l.Files)
+	if !yield(r.runStarted(runID), nil) {
+		return nil, true
+	}
+	switch ag := r.a.agent.(type) {
+	case Conversing:
+		return r.runConversation(ctx, dir, l, inv, ag, yield), false
+	default:
+		if r.a.opts.Journal {
+			return r.runJournaled(ctx, r.journal(dir, runID), dir, base, l, ag.NewDecoder(), yield), false
+		}
+		return r.runPiped(ctx, dir, l, ag.NewDecoder(), yield), false
+	}
 }
 
 var errStopped = errors.New("consumer stopped")

@@ -226,6 +226,10 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatR
 		p.fence = durable.NewFence(store, claim, h.cfg.Logger)
 		p.leaser = l
 	}
+	if err := h.keepRequest(bg, runID, cr); err != nil {
+		writeError(w, http.StatusInternalServerError, "store", err.Error())
+		return
+	}
 	p.commits = newGroupCommit(p.append, h.cfg.linger())
 	if err := p.accept(); err != nil {
 		p.commits.stop()
@@ -271,6 +275,7 @@ type producer struct {
 	commits  *groupCommit
 	w        *agui.Writer
 	terminal *agui.Event // last terminal event written to the log
+	align    *aligner    // a taken-over run: drops what the log already holds
 
 	threads    durable.ThreadStore // nil: the store keeps no threads, or the run names none
 	transcript transcript
@@ -305,6 +310,11 @@ func (p *producer) lost() error {
 }
 
 func (p *producer) emit(e *agui.Event) error {
+	if p.align != nil {
+		if ok, err := p.align.admit(e); !ok || err != nil {
+			return err
+		}
+	}
 	if e.IsTerminal() {
 		c := *e
 		p.terminal = &c
@@ -363,6 +373,9 @@ func (p *producer) run(opts chat.Options) {
 	defer watchers.Wait()
 	defer p.cancel(nil) // stops the watcher
 	sawTerminal, thrown := p.drive(opts)
+	if p.align != nil && thrown == nil {
+		thrown = p.align.end()
+	}
 	if lost := p.lost(); lost != nil {
 		// The successor owns the log and the record now: write nothing
 		// more, not even a terminal, and leave the log to it.

@@ -49,6 +49,13 @@ type Recovery struct {
 	// reaper cancels while its producer lives is not passed here: the
 	// producer's own cancel path tears its sandbox down.
 	ReleaseSandbox func(ctx context.Context, rec durable.RunRecord) error
+	// Redrive, when set, is offered each lost-producer run whose log has
+	// no terminal yet, under the claim recovery just won, before recovery
+	// ends it: Handler.Redrive drives a run on whose work outlives its
+	// producer (a coding agent's journal). A nil error means the run is
+	// driven again (counted as Redriven); on an error recovery ends the run
+	// as producer-lost.
+	Redrive func(ctx context.Context, rec durable.RunRecord, claim durable.Claim) error
 	// Logger receives what recovery did; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for the reaper and finish times; default time.Now.
@@ -101,6 +108,7 @@ type SweepResult struct {
 	Reclaimed int // lost-producer runs ended with RUN_ERROR producer-lost
 	Finished  int // lost-producer runs whose log already had its terminal
 	Expired   int // detached runs past their TTL whose cancel was recorded
+	Redriven  int // lost-producer runs handed to Redrive and driven again
 }
 
 // Sweep runs one recovery pass: it reaps detached runs past DetachedTTL,
@@ -128,6 +136,8 @@ func (rc *Recovery) Sweep(ctx context.Context) (SweepResult, error) {
 				res.Reclaimed++
 			case finished == reclaimedFinished:
 				res.Finished++
+			case finished == reclaimedRedriven:
+				res.Redriven++
 			}
 		}
 	}
@@ -163,9 +173,11 @@ const (
 	reclaimedNone reclaimOutcome = iota
 	reclaimedLost
 	reclaimedFinished
+	reclaimedRedriven
 )
 
-// reclaim takes a lost producer's run over and ends it.
+// reclaim takes a lost producer's run over: it hands it to Redrive, or
+// ends it.
 func (rc *Recovery) reclaim(ctx context.Context, l durable.Leaser, rec durable.RunRecord) (reclaimOutcome, error) {
 	var epoch int64
 	if rec.DriverEpoch != nil {
@@ -188,47 +200,21 @@ func (rc *Recovery) reclaim(ctx context.Context, l durable.Leaser, rec durable.R
 		return reclaimedNone, err
 	}
 	scan := scanLog(stored)
-	patch := durable.RunPatch{FinishedAt: durable.Set(rc.now())}
-	outcome := reclaimedLost
-	var batch [][]byte
-	if !scan.started {
-		rs := agui.Event{Type: agui.RunStarted, ThreadID: rec.ThreadID, RunID: rec.RunID, Timestamp: rc.now().UnixMilli()}
-		batch = append(batch, agui.AppendWire(nil, &rs))
+	if !scan.terminal && rc.Redrive != nil {
+		err := rc.Redrive(ctx, rec, claim)
+		if err == nil {
+			return reclaimedRedriven, nil
+		}
+		log.Warn("durable recovery: the run cannot be driven on; ending it", "error", err)
 	}
-	re := agui.Event{Type: agui.RunError, Message: ProducerLostMessage, Code: ProducerLostCode, Timestamp: rc.now().UnixMilli()}
-	batch = append(batch, agui.AppendWire(nil, &re))
-	_, err = f.Append(ctx, batch)
-	switch {
-	case errors.Is(err, durable.ErrLogClosed):
-		// The producer closed its log and died before recording the
-		// outcome: the log's own terminal is the truth.
-		outcome = reclaimedFinished
-		patch.Status = durable.Set(scan.status())
-		if scan.err != nil {
-			patch.Error = durable.Set(*scan.err)
-		}
-		if scan.interrupted {
-			patch.FinishedAt = durable.Clear[time.Time]()
-		}
-	case err != nil:
+	outcome, err := rc.end(ctx, f, rec, scan)
+	if err != nil {
 		return reclaimedNone, err
-	default:
-		patch.Status = durable.Set(durable.StatusFailed)
-		patch.Error = durable.Set(durable.RunError{Message: ProducerLostMessage, Code: ProducerLostCode})
-		if err := f.Close(ctx); err != nil {
-			return reclaimedNone, err
-		}
-	}
-	if err := f.Update(ctx, patch); err != nil {
-		return reclaimedNone, err
-	}
-	if lost := f.Lost(); lost != nil {
-		return reclaimedNone, lost
 	}
 	if outcome == reclaimedLost {
 		log.Warn("durable recovery: producer lost; run ended with RUN_ERROR", "code", ProducerLostCode, "entries", len(stored))
 	} else {
-		log.Info("durable recovery: producer died after closing its log; record finished from the log", "status", scan.status())
+		log.Info("durable recovery: producer died after storing its terminal; record finished from the log", "status", scan.status())
 	}
 	if rc.ReleaseSandbox != nil && rec.SandboxKey != nil {
 		if err := rc.ReleaseSandbox(ctx, rec); err != nil {
@@ -236,6 +222,64 @@ func (rc *Recovery) reclaim(ctx context.Context, l durable.Leaser, rec durable.R
 		}
 	}
 	return outcome, nil
+}
+
+// end terminalizes a lost producer's run under fence f: a log that already
+// holds its terminal is closed and recorded as it says; otherwise a
+// RUN_ERROR producer-lost is appended first.
+func (rc *Recovery) end(ctx context.Context, f *durable.Fence, rec durable.RunRecord, scan logScan) (reclaimOutcome, error) {
+	outcome, err := reclaimedFinished, error(nil)
+	if !scan.terminal {
+		outcome, err = rc.appendLost(ctx, f, rec, scan)
+		if err != nil {
+			return reclaimedNone, err
+		}
+	}
+	patch := durable.RunPatch{FinishedAt: durable.Set(rc.now())}
+	if outcome == reclaimedLost {
+		patch.Status = durable.Set(durable.StatusFailed)
+		patch.Error = durable.Set(durable.RunError{Message: ProducerLostMessage, Code: ProducerLostCode})
+	} else {
+		// The log's own terminal is the truth.
+		patch.Status = durable.Set(scan.status())
+		if scan.err != nil {
+			patch.Error = durable.Set(*scan.err)
+		}
+		if scan.interrupted {
+			patch.FinishedAt = durable.Clear[time.Time]()
+		}
+	}
+	if err := f.Close(ctx); err != nil {
+		return reclaimedNone, err
+	}
+	if err := f.Update(ctx, patch); err != nil {
+		return reclaimedNone, err
+	}
+	if lost := f.Lost(); lost != nil {
+		return reclaimedNone, lost
+	}
+	return outcome, nil
+}
+
+// appendLost appends RUN_ERROR producer-lost (after a RUN_STARTED if the
+// log has none). A log its producer closed before dying keeps its own
+// terminal: reclaimedFinished, with scan updated from what is stored.
+func (rc *Recovery) appendLost(ctx context.Context, f *durable.Fence, rec durable.RunRecord, scan logScan) (reclaimOutcome, error) {
+	var batch [][]byte
+	if !scan.started {
+		rs := agui.Event{Type: agui.RunStarted, ThreadID: rec.ThreadID, RunID: rec.RunID, Timestamp: rc.now().UnixMilli()}
+		batch = append(batch, agui.AppendWire(nil, &rs))
+	}
+	re := agui.Event{Type: agui.RunError, Message: ProducerLostMessage, Code: ProducerLostCode, Timestamp: rc.now().UnixMilli()}
+	batch = append(batch, agui.AppendWire(nil, &re))
+	_, err := f.Append(ctx, batch)
+	switch {
+	case errors.Is(err, durable.ErrLogClosed):
+		return reclaimedFinished, nil
+	case err != nil:
+		return reclaimedNone, err
+	}
+	return reclaimedLost, nil
 }
 
 // logScan is what recovery needs to know about a stored log.

@@ -13,6 +13,7 @@ import (
 // chatRequest is a POST /api/chat decoded once into engine options.
 type chatRequest struct {
 	input     *agui.RunInput
+	body      []byte // as received: stored for a run a successor may take over
 	opts      chat.Options
 	format    agui.Format
 	runID     string // X-Run-Id: "" for a plain stream
@@ -60,15 +61,38 @@ func (h *Handler) decodeChat(w http.ResponseWriter, r *http.Request) (*chatReque
 			return nil, false
 		}
 	}
-	msgs, _, err := agui.ConvertMessages(in.RawMessages)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", "messages: "+err.Error())
-		return nil, false
-	}
-	opts, err := h.cfg.Options(&Request{HTTP: r, Input: in, Messages: msgs})
+	opts, err := h.engineOptions(r, in)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return nil, false
+	}
+	cr := &chatRequest{input: in, body: body, opts: opts, format: acceptFormat(r)}
+	if h.cfg.Store != nil {
+		cr.runID = r.Header.Get("X-Run-Id")
+		cr.lastEvent = r.Header.Get("Last-Event-ID")
+	}
+	if cr.runID != "" {
+		if err := checkID("X-Run-Id", cr.runID); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+			return nil, false
+		}
+		cr.opts.RunID = cr.runID
+	}
+	return cr, true
+}
+
+// engineOptions builds a request's engine options from its parsed body:
+// the application's Options, then what the request itself carries
+// (messages, ids, state, resume answers, client tools, an output schema).
+// r is nil when a successor re-drives a stored request (Redrive).
+func (h *Handler) engineOptions(r *http.Request, in *agui.RunInput) (chat.Options, error) {
+	msgs, _, err := agui.ConvertMessages(in.RawMessages)
+	if err != nil {
+		return chat.Options{}, fmt.Errorf("messages: %w", err)
+	}
+	opts, err := h.cfg.Options(&Request{HTTP: r, Input: in, Messages: msgs})
+	if err != nil {
+		return chat.Options{}, err
 	}
 	opts.Messages = msgs
 	opts.ThreadID = in.ThreadID
@@ -100,20 +124,7 @@ func (h *Handler) decodeChat(w http.ResponseWriter, r *http.Request) (*chatReque
 		}
 	}
 	if err := chat.Check(&opts); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
-		return nil, false
+		return chat.Options{}, err
 	}
-	cr := &chatRequest{input: in, opts: opts, format: acceptFormat(r)}
-	if h.cfg.Store != nil {
-		cr.runID = r.Header.Get("X-Run-Id")
-		cr.lastEvent = r.Header.Get("Last-Event-ID")
-	}
-	if cr.runID != "" {
-		if err := checkID("X-Run-Id", cr.runID); err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
-			return nil, false
-		}
-		cr.opts.RunID = cr.runID
-	}
-	return cr, true
+	return opts, nil
 }

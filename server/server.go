@@ -25,6 +25,8 @@ const DefaultMaxBodyBytes = 8 << 20
 
 // Request is a validated chat request.
 type Request struct {
+	// HTTP is the request, or nil when a successor re-drives a run from
+	// its stored request after the producing server died (Redrive).
 	HTTP     *http.Request
 	Input    *agui.RunInput
 	Messages []agui.ModelMessage

@@ -95,6 +95,9 @@ func startRecovery(ctx context.Context, h *server.Handler, store durable.Store, 
 		// Destroys the sandbox of a run whose producer died (nil without
 		// sandboxes; see serve_reclaim.go).
 		ReleaseSandbox: releaseSandbox,
+		// Drives on a coding agent's run from its journal (the agent
+		// outlived its producer); other runs end as producer-lost.
+		Redrive: h.Redrive,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -151,7 +151,8 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 		     e AS (DELETE FROM goai_entries WHERE run_id IN (SELECT run_id FROM d)),
 		     p AS (DELETE FROM goai_producers WHERE run_id IN (SELECT run_id FROM d)),
 		     r AS (DELETE FROM goai_runs WHERE finished_at <= $1 AND status IN ('completed', 'failed', 'aborted') RETURNING run_id),
-		     l AS (DELETE FROM goai_leases WHERE run_id IN (SELECT run_id FROM r))
+		     l AS (DELETE FROM goai_leases WHERE run_id IN (SELECT run_id FROM r)),
+		     q AS (DELETE FROM goai_run_requests WHERE run_id IN (SELECT run_id FROM r))
 		SELECT count(*) FROM d`, cutoff.UnixMilli()).Scan(&n)
 	return n, wrap("prune", err)
 }

@@ -132,6 +132,11 @@ CREATE TABLE IF NOT EXISTS goai_threads (
 ALTER TABLE goai_runs ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';
 ALTER TABLE goai_threads ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS goai_runs_finished ON goai_runs (finished_at) WHERE finished_at IS NOT NULL;
+-- Migration 3: the requests of runs a successor may take over.
+CREATE TABLE IF NOT EXISTS goai_run_requests (
+	run_id text PRIMARY KEY,
+	body   bytea NOT NULL
+);
 
 -- goai_append stores a batch atomically with its fencing and idempotency
 -- checks. code: ok | dup (producer tuple seen: first_seq, n are the original)

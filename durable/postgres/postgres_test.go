@@ -204,3 +204,8 @@ func TestMissingEnvSkips(t *testing.T) {
 		t.Skip("GOAI_TEST_POSTGRES is set")
 	}
 }
+
+func TestRequestStoreConformance(t *testing.T) {
+	testURL(t)
+	durabletest.Requests(t, func(t *testing.T) durable.Store { return open(t, newSchema(t), nil) })
+}

@@ -29,7 +29,11 @@ func migrate(db *sql.DB) error {
 			}
 		}
 	}
-	_, err := db.Exec(`CREATE INDEX IF NOT EXISTS goai_runs_finished ON goai_runs (finished_at) WHERE finished_at IS NOT NULL`)
+	_, err := db.Exec(`CREATE INDEX IF NOT EXISTS goai_runs_finished ON goai_runs (finished_at) WHERE finished_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS goai_run_requests (
+	run_id TEXT PRIMARY KEY,
+	body   BLOB NOT NULL
+) WITHOUT ROWID`)
 	return err
 }
 

@@ -299,6 +299,7 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 		// Finished runs' records go with their logs.
 		for _, q := range []string{
 			`DELETE FROM goai_leases WHERE run_id IN (SELECT run_id FROM goai_runs WHERE finished_at <= ? AND status IN ('completed', 'failed', 'aborted'))`,
+			`DELETE FROM goai_run_requests WHERE run_id IN (SELECT run_id FROM goai_runs WHERE finished_at <= ? AND status IN ('completed', 'failed', 'aborted'))`,
 			`DELETE FROM goai_runs WHERE finished_at <= ? AND status IN ('completed', 'failed', 'aborted')`,
 		} {
 			if _, err := tx.Exec(q, c); err != nil {

@@ -175,3 +175,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRequestStoreConformance(t *testing.T) {
+	durabletest.Requests(t, func(t *testing.T) durable.Store { return newStore(t) })
+}

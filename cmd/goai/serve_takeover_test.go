@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goai-sdk/goai/provider/mockprovider"
+	"github.com/goai-sdk/goai/provider/scripted"
+)
+
+// sseEvent is one delivered event: its log offset and its JSON.
+type sseEvent struct {
+	id   string
+	data string
+	ev   event
+}
+
+// readSSE reads a durable SSE stream, calling each(ev) per event until the
+// stream ends, each returns false, or the body fails.
+func readSSE(body io.Reader, each func(sseEvent) bool) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var id string
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			id = v
+			continue
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			var e event
+			_ = json.Unmarshal([]byte(data), &e)
+			if !each(sseEvent{id: id, data: data, ev: e}) {
+				return
+			}
+		}
+	}
+}
+
+// startServeProcess runs goai serve as a child process (so that it can be
+// killed with SIGKILL) and returns it and its base URL.
+func startServeProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := goaiCmd(t, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(cmd.Env, env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("goai serve (pid %d) stderr:\n%s", cmd.Process.Pid, stderr.String())
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("goai serve printed no address: %v\n%s", err, stderr.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		t.Fatalf("startup line %q", line)
+	}
+	return cmd, strings.Fields(line[i:])[0]
+}
+
+// TestServeTakeoverAfterKill: a goai serve process driving a Claude Code
+// run is killed with SIGKILL mid-run. The agent keeps working in its
+// sandbox, writing its journal. A second goai serve on the same store and
+// data directory takes the run over (recovery re-drives it from its stored
+// request: the journal is re-read from the start and aligned with the log),
+// and the client that re-attaches with Last-Event-ID sees every event
+// exactly once and the run's true end, with the agent launched once.
+func TestServeTakeoverAfterKill(t *testing.T) {
+	bin, err := filepath.Abs("../../harness/testdata/agents/node_modules/.bin/claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Claude Code is not installed (scripts/test.sh runs npm ci in harness/testdata/agents): %v", err)
+		}
+		t.Skip("Claude Code not installed: npm ci in harness/testdata/agents")
+	}
+	const thread, runID = "takeover-thread", "takeover-run-1"
+	data := t.TempDir()
+	dir := filepath.Join(data, "workspaces", threadDirName(thread))
+	path := filepath.Join(dir, "hello.txt")
+	write, _ := json.Marshal(map[string]string{"file_path": path, "content": "hi\n"})
+	edit, _ := json.Marshal(map[string]string{"file_path": path, "old_string": "hi", "new_string": "hello, world"})
+	wq, _ := json.Marshal(string(write))
+	eq, _ := json.Marshal(string(edit))
+	// The second model turn waits long enough for the first host to be
+	// killed while the agent is between its two edits.
+	sc, err := scripted.Parse([]byte(fmt.Sprintf(`{"name":"takeover","threadId":"t","messages":[],"tools":[],"middleware":[],"turns":[
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"type":"TOOL_CALL_START","toolCallId":"toolu_w","toolCallName":"Write","index":0},{"type":"TOOL_CALL_ARGS","toolCallId":"toolu_w","delta":%s},{"type":"TOOL_CALL_END","toolCallId":"toolu_w"},{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"delayMs":4000},{"type":"TOOL_CALL_START","toolCallId":"toolu_e","toolCallName":"Edit","index":0},{"type":"TOOL_CALL_ARGS","toolCallId":"toolu_e","delta":%s},{"type":"TOOL_CALL_END","toolCallId":"toolu_e"},{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"type":"TEXT_MESSAGE_START","messageId":"m3","role":"assistant"},{"type":"TEXT_MESSAGE_CONTENT","messageId":"m3","delta":"Done: hello.txt says hello."},{"type":"TEXT_MESSAGE_END","messageId":"m3"},{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"stop"}]
+]}`, wq, eq)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	inner := mockprovider.NewHandler("anthropic", sc, "")
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			calls.Add(1)
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer model.Close()
+	env := []string{
+		"ANTHROPIC_BASE_URL=" + model.URL, "ANTHROPIC_API_KEY=dummy-key", "GOAI_CLAUDE_BIN=" + bin,
+		"HOME=" + t.TempDir(), "GOAI_LEASE=1s",
+	}
+	args := []string{"--store", "sqlite:" + filepath.Join(data, "goai.db"), "--model", "claude-code:claude-sonnet-4-5", "--sandbox", "local"}
+
+	// Host 1 streams until the agent's first edit has its result, then is
+	// killed.
+	host1, base1 := startServeProcess(t, env, args...)
+	body, _ := json.Marshal(runBody(thread, runID, []map[string]any{{"id": "u1", "role": "user", "content": "Create hello.txt, then change it."}}))
+	req, _ := http.NewRequest(http.MethodPost, base1+"/api/chat", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Run-Id", runID)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []sseEvent
+	readSSE(res.Body, func(e sseEvent) bool {
+		seen = append(seen, e)
+		return e.ev.str("type") != "TOOL_CALL_RESULT"
+	})
+	if err := host1.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	_ = host1.Wait()
+	res.Body.Close()
+	if len(seen) == 0 || seen[len(seen)-1].ev.str("type") != "TOOL_CALL_RESULT" {
+		t.Fatalf("host 1's stream ended before the first tool result: %d events", len(seen))
+	}
+
+	// Host 2 on the same store and data directory; the client re-attaches
+	// with the last offset it saw.
+	_, base2 := startServeProcess(t, env, args...)
+	last := seen[len(seen)-1].id
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	greq, _ := http.NewRequestWithContext(ctx, http.MethodGet, base2+"/api/chat?runId="+runID, nil)
+	greq.Header.Set("Last-Event-ID", last)
+	gres, err := http.DefaultClient.Do(greq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gres.Body.Close()
+	if gres.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(gres.Body)
+		t.Fatalf("re-attach: %s %s", gres.Status, msg)
+	}
+	var rest []sseEvent
+	var firstNew time.Duration
+	readSSE(gres.Body, func(e sseEvent) bool {
+		if len(rest) == 0 {
+			firstNew = time.Since(killed)
+		}
+		rest = append(rest, e)
+		return true
+	})
+	t.Logf("host killed -> successor's first event at the client: %v (lease 1s); %d events before, %d after", firstNew, len(seen), len(rest))
+
+	all := append(append([]sseEvent(nil), seen...), rest...)
+	for _, e := range all {
+		t.Logf("event %s %.300s", e.id, e.data)
+	}
+	checkExactlyOnce(t, all)
+	s := summarize(eventsOf(all))
+	if s.runError != nil {
+		t.Fatalf("the taken-over run failed: %v", s.runError)
+	}
+	if got := all[len(all)-1].ev.str("type"); got != "RUN_FINISHED" {
+		t.Errorf("the run ends with %s, want its own RUN_FINISHED", got)
+	}
+	if strings.Join(s.tools, ",") != "Write,Edit" || len(s.results) != 2 {
+		t.Errorf("tool calls %v with %d results, want Write,Edit each with one", s.tools, len(s.results))
+	}
+	if strings.Count(s.text, "Done: hello.txt says hello.") != 1 {
+		t.Errorf("text %q, want the answer once", s.text)
+	}
+	if fc := s.customs["file.changed"]; len(fc) != 1 || !strings.Contains(fc[0], "+hello, world") {
+		t.Errorf("file.changed %v, want one whole-tree diff with the edit", fc)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "hello, world\n" {
+		t.Errorf("hello.txt = %q, %v", b, err)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Errorf("the model was called %d times, want 3 (the agent launched once)", n)
+	}
+	// The stored log, read from its start, is exactly what the client saw.
+	full := post2get(t, base2, runID)
+	if len(full) != len(all) {
+		t.Fatalf("the log holds %d events, the client saw %d", len(full), len(all))
+	}
+	for i := range full {
+		if full[i].id != all[i].id || full[i].data != all[i].data {
+			t.Fatalf("log entry %d = %s %s, the client saw %s %s", i, full[i].id, full[i].data, all[i].id, all[i].data)
+		}
+	}
+}
+
+// post2get reads a run's whole log from its start.
+func post2get(t *testing.T, base, runID string) []sseEvent {
+	t.Helper()
+	res, err := http.Get(base + "/api/chat?runId=" + runID + "&offset=-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out []sseEvent
+	readSSE(res.Body, func(e sseEvent) bool { out = append(out, e); return true })
+	return out
+}
+
+func eventsOf(list []sseEvent) []event {
+	out := make([]event, len(list))
+	for i, e := range list {
+		out[i] = e.ev
+	}
+	return out
+}
+
+// checkExactlyOnce fails on a repeated offset or a repeated event: the same
+// JSON without its timestamp (CUSTOM file events aside, which may repeat
+// when a file changes twice the same way).
+func checkExactlyOnce(t *testing.T, all []sseEvent) {
+	t.Helper()
+	ids := map[string]bool{}
+	events := map[string]int{}
+	for i, e := range all {
+		if ids[e.id] {
+			t.Errorf("offset %s delivered twice", e.id)
+		}
+		ids[e.id] = true
+		if e.ev.str("type") == "CUSTOM" && strings.HasPrefix(e.ev.str("name"), "sandbox.") {
+			continue
+		}
+		c := map[string]any{}
+		for k, v := range e.ev {
+			if k != "timestamp" {
+				c[k] = v
+			}
+		}
+		key, _ := json.Marshal(c)
+		if j, dup := events[string(key)]; dup {
+			t.Errorf("event %d repeats event %d: %s", i, j, key)
+		}
+		events[string(key)] = i
+	}
+}
