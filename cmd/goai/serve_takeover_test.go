@@ -51,7 +51,7 @@ func readSSE(body io.Reader, each func(sseEvent) bool) {
 
 // startServeProcess runs goai serve as a child process (so that it can be
 // killed with SIGKILL) and returns it and its base URL.
-func startServeProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, string) {
+func startServeProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, string, *syncBuffer) {
 	t.Helper()
 	cmd := goaiCmd(t, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(cmd.Env, env...)
@@ -80,7 +80,7 @@ func startServeProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, s
 	if i < 0 {
 		t.Fatalf("startup line %q", line)
 	}
-	return cmd, strings.Fields(line[i:])[0]
+	return cmd, strings.Fields(line[i:])[0], stderr
 }
 
 // TestServeTakeoverAfterKill: a goai serve process driving a Claude Code
@@ -136,7 +136,7 @@ func TestServeTakeoverAfterKill(t *testing.T) {
 
 	// Host 1 streams until the agent's first edit has its result, then is
 	// killed.
-	host1, base1 := startServeProcess(t, env, args...)
+	host1, base1, _ := startServeProcess(t, env, args...)
 	body, _ := json.Marshal(runBody(thread, runID, []map[string]any{{"id": "u1", "role": "user", "content": "Create hello.txt, then change it."}}))
 	req, _ := http.NewRequest(http.MethodPost, base1+"/api/chat", strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/json")
@@ -162,7 +162,7 @@ func TestServeTakeoverAfterKill(t *testing.T) {
 
 	// Host 2 on the same store and data directory; the client re-attaches
 	// with the last offset it saw.
-	_, base2 := startServeProcess(t, env, args...)
+	_, base2, log2 := startServeProcess(t, env, args...)
 	last := seen[len(seen)-1].id
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -186,12 +186,12 @@ func TestServeTakeoverAfterKill(t *testing.T) {
 		rest = append(rest, e)
 		return true
 	})
-	t.Logf("host killed -> successor's first event at the client: %v (lease 1s); %d events before, %d after", firstNew, len(seen), len(rest))
+	t.Logf("host killed -> successor's first event at the client: %v (lease 1s; the model's next turn is scripted 4 s later); %d events before, %d after", firstNew, len(seen), len(rest))
+	if at, ok := logTime(log2.String(), "durable run taken over"); ok {
+		t.Logf("host killed -> successor driving the run: %v (lease 1s)", at.Sub(killed))
+	}
 
 	all := append(append([]sseEvent(nil), seen...), rest...)
-	for _, e := range all {
-		t.Logf("event %s %.300s", e.id, e.data)
-	}
 	checkExactlyOnce(t, all)
 	s := summarize(eventsOf(all))
 	if s.runError != nil {
@@ -275,4 +275,20 @@ func checkExactlyOnce(t *testing.T, all []sseEvent) {
 		}
 		events[string(key)] = i
 	}
+}
+
+// logTime is the time of the first slog text line holding msg.
+func logTime(log, msg string) (time.Time, bool) {
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, msg) {
+			continue
+		}
+		v, ok := strings.CutPrefix(strings.Fields(line)[0], "time=")
+		if !ok {
+			return time.Time{}, false
+		}
+		at, err := time.Parse(time.RFC3339Nano, v)
+		return at, err == nil
+	}
+	return time.Time{}, false
 }
