@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/goai-sdk/goai/workspace"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -25,6 +26,13 @@ type ACP struct {
 	// option, false its "reject" option. Nil allows: the sandbox is the
 	// boundary.
 	Permit func(ctx context.Context, title string, rawInput any) bool
+	// Policy, when set (and Permit is nil), answers permission requests
+	// for commands: allowed ones are allowed; ones it leaves to the user
+	// are refused and become approval interrupts when the run offers
+	// ApproveCommandTool (a command the user approved is allowed when the
+	// agent continues); denied ones are refused. Requests without a
+	// command (file edits) are allowed.
+	Policy *workspace.Policy
 }
 
 var _ Conversing = ACP{}
@@ -54,7 +62,11 @@ func (ACP) NewDecoder() Decoder { return nil }
 
 // Converse runs one prompt turn.
 func (a ACP) Converse(ctx context.Context, s *Session) error {
-	cl := &acpClient{s: s, permit: a.Permit}
+	permit := a.Permit
+	if permit == nil && a.Policy != nil {
+		permit = policyAsker(a.Policy, s)
+	}
+	cl := &acpClient{s: s, permit: permit}
 	conn := acp.NewClientSideConnection(cl, s.Process.Stdin(), s.Process.Stdout())
 	if s.Logger != nil {
 		conn.SetLogger(s.Logger)

@@ -28,6 +28,11 @@ type ClaudeCode struct {
 	// Code cannot express (a `*` anywhere but at the end) are skipped;
 	// Skipped reports them.
 	Policy *workspace.Policy
+	// Home, when set, is the CLI's home directory relative to the working
+	// directory (for example ".git/goai-home"): its sessions then persist
+	// with the workspace, so a continuation after an approval resumes the
+	// agent's session. Unset, the CLI uses the sandbox's HOME.
+	Home string
 }
 
 // Skipped lists the policy patterns Claude Code cannot express.
@@ -38,6 +43,9 @@ func (c ClaudeCode) Skipped() []string {
 	_, _, skipped := claudeRules(c.Policy)
 	return skipped
 }
+
+// resumesSessions: a continuation resumes the session (--resume).
+func (ClaudeCode) resumesSessions() bool { return true }
 
 // Name is "claude-code".
 func (ClaudeCode) Name() string { return "claude-code" }
@@ -60,6 +68,9 @@ func (c ClaudeCode) Launch(inv *Invocation) (*Launch, error) {
 		"--permission-mode", sandbox.Quote(mode)}
 	if inv.Model != "" {
 		args = append(args, "--model", sandbox.Quote(inv.Model))
+	}
+	if inv.Continue != nil && inv.Continue.SessionID != "" {
+		args = append(args, "--resume", sandbox.Quote(inv.Continue.SessionID))
 	}
 	l := &Launch{Stdin: inv.Prompt, Env: map[string]string{
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -88,6 +99,11 @@ func (c ClaudeCode) Launch(inv *Invocation) (*Launch, error) {
 		allow, deny, _ := claudeRules(c.Policy)
 		// File edits stay allowed: the sandbox and its file events watch them.
 		allow = append(allow, "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "LS", "mcp__tanstack")
+		if inv.Continue != nil {
+			for _, cmd := range inv.Continue.Approved {
+				allow = append(allow, "Bash("+cmd+")")
+			}
+		}
 		args = append(args, "--allowedTools", sandbox.Quote(strings.Join(allow, ",")))
 		if len(deny) > 0 {
 			args = append(args, "--disallowedTools", sandbox.Quote(strings.Join(deny, ",")))
@@ -97,13 +113,22 @@ func (c ClaudeCode) Launch(inv *Invocation) (*Launch, error) {
 		args = append(args, sandbox.Quote(a))
 	}
 	l.Command = strings.Join(args, " ")
+	if c.Home != "" {
+		// $PWD, not a path of the sandbox's: it is the workspace in every
+		// sandbox, also one whose commands run on the host.
+		home := `"$PWD"/` + sandbox.Quote(c.Home)
+		l.Command = "mkdir -p " + home + " && HOME=" + home + " " + l.Command
+	}
 	return l, nil
 }
 
 // NewDecoder reads Claude Code's stream-json output.
-func (ClaudeCode) NewDecoder() Decoder { return &claudeDecoder{streamed: map[string]bool{}} }
+func (c ClaudeCode) NewDecoder() Decoder {
+	return &claudeDecoder{streamed: map[string]bool{}, policy: c.Policy}
+}
 
 type claudeDecoder struct {
+	policy   *workspace.Policy
 	msgID    string
 	streamed map[string]bool
 	blocks   map[int]*claudeBlock
@@ -124,8 +149,14 @@ type claudeLine struct {
 	Message         json.RawMessage `json:"message"`
 	IsError         bool            `json:"is_error"`
 	Result          string          `json:"result"`
-	Errors          []string        `json:"errors"`
-	Usage           *claudeUsage    `json:"usage"`
+	// PermissionDenials are the tool calls the CLI refused (result line).
+	PermissionDenials []struct {
+		ToolName  string          `json:"tool_name"`
+		ToolUseID string          `json:"tool_use_id"`
+		ToolInput json.RawMessage `json:"tool_input"`
+	} `json:"permission_denials"`
+	Errors []string     `json:"errors"`
+	Usage  *claudeUsage `json:"usage"`
 }
 
 type claudeUsage struct {
@@ -174,6 +205,7 @@ func (d *claudeDecoder) Line(line []byte, e *Emitter) error {
 	case "user":
 		return d.user(l.Message, e)
 	case "result":
+		d.askFor(&l, e)
 		if u := l.Usage; u != nil {
 			e.Usage = nil
 			e.AddUsage(u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens, u.OutputTokens)
@@ -335,4 +367,23 @@ func toolResultText(raw json.RawMessage) string {
 		return b.String()
 	}
 	return string(raw)
+}
+
+// askFor records the shell commands the CLI refused that the policy leaves
+// to the user (ask), for an approval interrupt.
+func (d *claudeDecoder) askFor(l *claudeLine, e *Emitter) {
+	if d.policy == nil {
+		return
+	}
+	for _, den := range l.PermissionDenials {
+		var in struct {
+			Command string `json:"command"`
+		}
+		if den.ToolName != "Bash" || json.Unmarshal(den.ToolInput, &in) != nil || in.Command == "" {
+			continue
+		}
+		if d.policy.Evaluate(in.Command) == workspace.Ask {
+			e.AskApproval(in.Command, den.ToolUseID)
+		}
+	}
 }

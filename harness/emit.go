@@ -31,6 +31,7 @@ type Emitter struct {
 	tools      map[string]*observedCall
 	order      []string
 	seq        int
+	asks       []askedCommand // refused pending approval (AskApproval)
 
 	// Usage accumulates across the agent's model calls; the decoder sets it.
 	Usage *agui.TokenUsage

@@ -63,6 +63,11 @@ type Invocation struct {
 	Bridge *BridgeEndpoint
 	// Env is Options.Env.
 	Env map[string]string
+	// Continue, when not nil, says the user answered the approvals the
+	// agent's previous turn asked for: resume its session (if the agent
+	// can) with the approved commands allowed. Prompt is then the note of
+	// what was answered.
+	Continue *Continuation
 }
 
 // Launch is a prepared CLI invocation.
@@ -294,7 +299,16 @@ func (r *invocationRun) stream(ctx context.Context, yield func(agui.Event, error
 		yield(agui.Event{Type: agui.RunError, Message: f.Message, Code: f.Code, Model: r.a.model}, nil)
 		return
 	}
-	yield(agui.Event{Type: agui.RunFinished, ThreadID: r.req.ThreadID, RunID: runID, FinishReason: agui.FinishStop, Usage: r.em.Usage, Model: r.a.model}, nil)
+	finish := agui.FinishStop
+	if r.requestApprovals() {
+		// The engine pauses on the approve_command calls; the user's
+		// answers come back in the next call (a Continuation).
+		finish = agui.FinishToolCalls
+		if !r.flush(yield) {
+			return
+		}
+	}
+	yield(agui.Event{Type: agui.RunFinished, ThreadID: r.req.ThreadID, RunID: runID, FinishReason: finish, Usage: r.em.Usage, Model: r.a.model}, nil)
 }
 
 // runStarted is the turn's first event.
@@ -308,7 +322,15 @@ func (r *invocationRun) runStarted(runID string) agui.Event {
 // yielded, or the consumer stopped).
 func (r *invocationRun) launchAndRead(ctx context.Context, dir, runID, base string, yield func(agui.Event, error) bool) (err error, done bool) {
 	inv := &Invocation{Model: r.a.model, Prompt: Prompt(r.req), Dir: dir, RunID: runID, Env: r.a.opts.Env}
-	if !r.a.opts.NoBridge && len(r.req.Tools) > 0 {
+	if c := continuation(r.req.Messages); c != nil {
+		// An agent that resumes its session needs only the answers; one
+		// that starts afresh needs the conversation too.
+		inv.Continue, inv.Prompt = c, inv.Prompt+"\n\n"+c.Prompt()
+		if rs, ok := r.a.agent.(interface{ resumesSessions() bool }); ok && rs.resumesSessions() && c.SessionID != "" {
+			inv.Prompt = c.Prompt()
+		}
+	}
+	if !r.a.opts.NoBridge && len(bridged(r.req.Tools)) > 0 {
 		ep, closeBridge, err := r.openBridge()
 		if err != nil {
 			yield(agui.Event{}, fmt.Errorf("harness: open the tool bridge: %w", err))
@@ -438,6 +460,18 @@ func (r *invocationRun) runPiped(ctx context.Context, dir string, l *Launch, dec
 	return nil
 }
 
+// bridged are the run's tools the agent may call: all but approve_command,
+// which is the host's own way of asking the user.
+func bridged(tools []chat.ToolSpec) []chat.ToolSpec {
+	out := make([]chat.ToolSpec, 0, len(tools))
+	for _, t := range tools {
+		if t.Name != ApproveCommandTool {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // openBridge serves the run's tools to the agent over MCP.
 func (r *invocationRun) openBridge() (*BridgeEndpoint, func(), error) {
 	runner, err := chat.ToolRunnerCapability.Get(r.req.Capabilities)
@@ -445,7 +479,7 @@ func (r *invocationRun) openBridge() (*BridgeEndpoint, func(), error) {
 		return nil, nil, err
 	}
 	host := r.a.opts.BridgeHost
-	b, err := mcpserver.StartBridge(r.req.Tools, mcpserver.BridgeOptions{
+	b, err := mcpserver.StartBridge(bridged(r.req.Tools), mcpserver.BridgeOptions{
 		Call:           runner.RunTool,
 		Remote:         host != "" && host != "127.0.0.1" && host != "localhost",
 		HostForSandbox: host,

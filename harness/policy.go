@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/goai-sdk/goai/workspace"
@@ -17,7 +18,10 @@ import (
 //
 // No agent can pause the run for a person's answer in the middle of its
 // turn, so "ask" is answered no, like "deny": the agent sees the refusal
-// and can say what it wanted to run.
+// and can say what it wanted to run. When the run offers
+// ApproveCommandTool, the refused commands then become an approval
+// interrupt at the end of the agent's turn, and the agent continues with
+// the user's answers (see ApprovalTool).
 
 // PolicyPermit answers an ACP agent's permission requests from p: a request
 // that carries a command (rawInput.command) is allowed only when the
@@ -27,6 +31,27 @@ func PolicyPermit(p *workspace.Policy) func(ctx context.Context, title string, r
 		cmd := commandOf(rawInput)
 		if cmd == "" {
 			return true
+		}
+		return p.Evaluate(cmd) == workspace.Allow
+	}
+}
+
+// policyAsker is PolicyPermit for a session that records the commands the
+// policy leaves to the user (for approve_command) and allows the ones the
+// user approved before this turn.
+func policyAsker(p *workspace.Policy, s *Session) func(ctx context.Context, title string, rawInput any) bool {
+	var approved []string
+	if c := s.Invocation.Continue; c != nil {
+		approved = c.Approved
+	}
+	return func(_ context.Context, title string, rawInput any) bool {
+		cmd := commandOf(rawInput)
+		switch {
+		case cmd == "" || slices.Contains(approved, cmd):
+			return true
+		case p.Evaluate(cmd) == workspace.Ask:
+			s.Report(func(e *Emitter) { e.AskApproval(cmd, "") })
+			return false
 		}
 		return p.Evaluate(cmd) == workspace.Allow
 	}

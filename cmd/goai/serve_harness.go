@@ -23,6 +23,9 @@ func (a *agent) commandPolicy() *workspace.Policy {
 // command of the sandbox (bubblewrap gives each command its own /tmp).
 const harnessJournalDir = ".git/goai-runs"
 
+// harnessHomeDir is a coding agent's home directory, also inside .git.
+const harnessHomeDir = ".git/goai-home"
+
 // harnessModel resolves the coding-agent models of GOAI_MODEL:
 // claude-code:MODEL, codex:MODEL and acp:COMMAND. ok is false for any
 // other model. The agent runs in the thread's sandbox, which must let it
@@ -52,7 +55,10 @@ func harnessModel(model string, getenv func(string) string, policy *workspace.Po
 	switch kind {
 	case "claude-code":
 		opts.Env = pass("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
-		return harness.New(harness.ClaudeCode{Binary: envOr("GOAI_CLAUDE_BIN", "claude"), Policy: policy}, arg, opts), "Claude Code " + arg, true, nil
+		// Its home (sessions) lives in the workspace, so a turn that
+		// continues after an approval resumes the agent's session.
+		cc := harness.ClaudeCode{Binary: envOr("GOAI_CLAUDE_BIN", "claude"), Policy: policy, Home: harnessHomeDir}
+		return harness.New(cc, arg, opts), "Claude Code " + arg, true, nil
 	case "codex":
 		// Codex takes no per-command rules: its commands run unchecked
 		// inside the sandbox, which stays the boundary.
@@ -64,7 +70,7 @@ func harnessModel(model string, getenv func(string) string, policy *workspace.Po
 		}
 		opts.Env = pass("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY")
 		opts.Journal = false // a conversation over stdin cannot be journaled
-		return harness.New(harness.ACP{Command: arg, Permit: harness.PolicyPermit(policy)}, "", opts), "ACP agent " + arg, true, nil
+		return harness.New(harness.ACP{Command: arg, Policy: policy}, "", opts), "ACP agent " + arg, true, nil
 	}
 	return nil, "", false, nil
 }

@@ -74,3 +74,77 @@ func TestServeClaudeCodeAgent(t *testing.T) {
 		t.Errorf("hello.txt in the thread's workspace: %q %v", b, err)
 	}
 }
+
+// TestServeClaudeCodeAsksApproval: a command the policy leaves to the user
+// ("ask") is refused to Claude Code mid-turn and becomes an approval
+// interrupt of the run (an approve_command call); once the user approves,
+// the resumed run continues the agent's session with the command allowed,
+// and the command runs.
+func TestServeClaudeCodeAsksApproval(t *testing.T) {
+	bin, err := filepath.Abs("../../harness/testdata/agents/node_modules/.bin/claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Claude Code is not installed (scripts/test.sh runs npm ci in harness/testdata/agents): %v", err)
+		}
+		t.Skip("Claude Code not installed: npm ci in harness/testdata/agents")
+	}
+	const thread = "ask-thread"
+	bash := func(id string) string {
+		args, _ := json.Marshal(map[string]string{"command": "touch approved.txt", "description": "create a file"})
+		delta, _ := json.Marshal(string(args))
+		return fmt.Sprintf(`{"type":"TOOL_CALL_START","toolCallId":%q,"toolCallName":"Bash","index":0},{"type":"TOOL_CALL_ARGS","toolCallId":%q,"delta":%s},{"type":"TOOL_CALL_END","toolCallId":%q}`, id, id, delta, id)
+	}
+	text := func(id, s string) string {
+		return fmt.Sprintf(`{"type":"TEXT_MESSAGE_START","messageId":%q,"role":"assistant"},{"type":"TEXT_MESSAGE_CONTENT","messageId":%q,"delta":%q},{"type":"TEXT_MESSAGE_END","messageId":%q}`, id, id, s, id)
+	}
+	sc, err := scripted.Parse([]byte(`{"name":"ask","threadId":"t","messages":[],"tools":[],"middleware":[],"turns":[
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + bash("toolu_1") + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + text("m2", "I need your approval to run echo.") + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"stop"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + bash("toolu_2") + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + text("m4", "Done: it printed.") + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"stop"}]
+]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := httptest.NewServer(mockprovider.NewHandler("anthropic", sc, ""))
+	defer model.Close()
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"commands":{"deny":["rm *"]},"default":"ask"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ANTHROPIC_BASE_URL", model.URL)
+	t.Setenv("ANTHROPIC_API_KEY", "dummy-key")
+	t.Setenv("GOAI_CLAUDE_BIN", bin)
+
+	base, data := startServe(t, "--model", "claude-code:claude-sonnet-4-5", "--sandbox", "local", "--policy", policy)
+	s := summarize(post(t, base, runBody(thread, "ask-run-1", []map[string]any{{"id": "u1", "role": "user", "content": "Print something."}})))
+	if s.outcome == nil || s.outcome["type"] != "interrupt" {
+		t.Fatalf("outcome %v (error %v, tools %v, results %v, text %q), want an approval interrupt", s.outcome, s.runError, s.tools, s.results, s.text)
+	}
+	interrupts, _ := s.outcome["interrupts"].([]any)
+	if len(interrupts) != 1 {
+		t.Fatalf("interrupts %v, want one", s.outcome["interrupts"])
+	}
+	in, _ := json.Marshal(interrupts[0])
+	if !strings.Contains(string(in), "approve_command") || !strings.Contains(string(in), "touch approved.txt") {
+		t.Errorf("interrupt %s, want approve_command for the refused command", in)
+	}
+	approved := filepath.Join(data, "workspaces", threadDirName(thread), "approved.txt")
+	if _, err := os.Stat(approved); err == nil {
+		t.Errorf("the command ran before approval: %v", s.results)
+	}
+
+	body := runBody(thread, "ask-run-2", s.snapshot)
+	body["parentRunId"] = "ask-run-1"
+	body["resume"] = []any{map[string]any{"interruptId": interrupts[0].(map[string]any)["id"], "status": "resolved", "payload": true}}
+	s2 := summarize(post(t, base, body))
+	if s2.runError != nil {
+		t.Fatalf("resumed run failed: %v", s2.runError)
+	}
+	if _, err := os.Stat(approved); err != nil || !strings.Contains(s2.text, "Done: it printed.") {
+		t.Errorf("resumed run: the approved command did not run (%v); tools %v results %v text %q", err, s2.tools, s2.results, s2.text)
+	}
+}

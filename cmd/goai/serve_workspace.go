@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/harness"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/docker"
 	"github.com/goai-sdk/goai/sandbox/local"
@@ -215,6 +216,10 @@ func (a *agent) wrap(build func(*server.Request) (chat.Options, error)) func(*se
 			if !have[t.Name] && !isHarness(opts) {
 				opts.Tools = append(opts.Tools, t)
 			}
+		}
+		if isHarness(opts) && !have[harness.ApproveCommandTool] {
+			// A command the policy asks about pauses the run for approval.
+			opts.Tools = append(opts.Tools, harness.ApprovalTool())
 		}
 		opts.Middleware = append([]*chat.Middleware{sandbox.WithSandbox(sb, sandbox.Options{})}, opts.Middleware...)
 		opts.SystemPrompts = append([]chat.SystemPrompt{{Content: agentPrompt}}, opts.SystemPrompts...)
