@@ -61,8 +61,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2
 	}
-	ag.allowNetwork(*model)
-	build, desc, err := modelOptions(*model, ag.commandPolicy())
+	if err := ag.allowNetwork(*model); err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
+	build, desc, err := modelOptions(*model, ag.commandPolicy(), ag.bridgeHost())
 	if err != nil {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2
@@ -179,7 +182,7 @@ func envOr(k, def string) string {
 
 // modelOptions resolves --model into a per-request options builder.
 // A coding agent's own commands follow policy.
-func modelOptions(model string, policy *workspace.Policy) (func(*server.Request) (chat.Options, error), string, error) {
+func modelOptions(model string, policy *workspace.Policy, bridgeHost string) (func(*server.Request) (chat.Options, error), string, error) {
 	switch {
 	case model == "" || model == "demo":
 		cat := newCatalogue()
@@ -206,7 +209,7 @@ func modelOptions(model string, policy *workspace.Policy) (func(*server.Request)
 			return opts, nil
 		}, "scripted " + sc.Name, nil
 	}
-	if h, desc, ok, err := harnessModel(model, os.Getenv, policy); ok {
+	if h, desc, ok, err := harnessModel(model, os.Getenv, policy, bridgeHost); ok {
 		if err != nil {
 			return nil, "", err
 		}

@@ -34,7 +34,10 @@ const harnessHomeDir = ".git/goai-home"
 // policy decides the agent's shell commands (nil: ask for every command,
 // which an agent mid-turn cannot do, so it may edit files but run nothing
 // the policy does not allow).
-func harnessModel(model string, getenv func(string) string, policy *workspace.Policy) (a *harness.Adapter, desc string, ok bool, err error) {
+//
+// bridgeHost is where the agent reaches the tool bridge ("" for the host's
+// loopback).
+func harnessModel(model string, getenv func(string) string, policy *workspace.Policy, bridgeHost string) (a *harness.Adapter, desc string, ok bool, err error) {
 	if policy == nil {
 		policy = &workspace.Policy{}
 	}
@@ -51,7 +54,7 @@ func harnessModel(model string, getenv func(string) string, policy *workspace.Po
 		}
 		return env
 	}
-	opts := harness.Options{Journal: true, JournalDir: harnessJournalDir}
+	opts := harness.Options{Journal: true, JournalDir: harnessJournalDir, BridgeHost: bridgeHost}
 	switch kind {
 	case "claude-code":
 		opts.Env = pass("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
@@ -83,12 +86,42 @@ func isHarness(opts chat.Options) bool {
 }
 
 // allowNetwork lets the sandbox's commands reach the network when the model
-// is a coding agent, which calls its model API from inside the sandbox.
-func (a *agent) allowNetwork(model string) {
+// is a coding agent, which calls its model API from inside the sandbox. A
+// docker sandbox gets the network GOAI_DOCKER_NETWORK names; without one an
+// agent could not reach its model, which is refused at startup.
+func (a *agent) allowNetwork(model string) error {
 	if a == nil {
-		return
+		return nil
 	}
-	if _, _, ok, _ := harnessModel(model, func(string) string { return "" }, nil); ok {
-		a.network = true
+	if _, _, ok, _ := harnessModel(model, func(string) string { return "" }, nil, ""); !ok {
+		return nil
 	}
+	a.network = true
+	if a.kind == "docker" && (a.dockerNet == "" || a.dockerNet == "none") {
+		return fmt.Errorf("a coding agent in a docker sandbox calls its model from inside the container: give the container a network with GOAI_DOCKER_NETWORK (for example bridge, or host for a model on this machine's loopback)")
+	}
+	return nil
+}
+
+// dockerHostAlias is the name a docker sandbox reaches the host by (mapped
+// to the host gateway in the container).
+const dockerHostAlias = "host.docker.internal"
+
+// bridgeHost is where an agent in the sandbox reaches the host's tool
+// bridge: the host's loopback unless the agent runs in a docker container
+// on a network of its own.
+func (a *agent) bridgeHost() string {
+	if a == nil || a.kind != "docker" || a.dockerNet == "" || a.dockerNet == "none" || a.dockerNet == "host" {
+		return ""
+	}
+	return dockerHostAlias
+}
+
+// extraHosts maps dockerHostAlias to the host in a container that reaches
+// the host's tool bridge by that name.
+func (a *agent) extraHosts() []string {
+	if a.bridgeHost() == dockerHostAlias {
+		return []string{dockerHostAlias + ":host-gateway"}
+	}
+	return nil
 }

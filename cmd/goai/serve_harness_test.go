@@ -148,3 +148,16 @@ func TestServeClaudeCodeAsksApproval(t *testing.T) {
 		t.Errorf("resumed run: the approved command did not run (%v); tools %v results %v text %q", err, s2.tools, s2.results, s2.text)
 	}
 }
+
+// A coding agent in a docker sandbox with no network could never reach its
+// model: goai serve refuses to start, naming the setting.
+func TestServeRefusesAgentInOfflineDocker(t *testing.T) {
+	if os.Getenv("GOAI_TEST_DOCKER") == "" {
+		t.Skip("GOAI_TEST_DOCKER is not set")
+	}
+	code, _, stderr := runGoai(t, "serve", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(t.TempDir(), "goai.db"),
+		"--model", "claude-code:claude-sonnet-4-5", "--sandbox", "docker", "--docker-image", envOr("GOAI_TEST_DOCKER_IMAGE", "goai-sandbox-test:1"))
+	if code != 2 || !strings.Contains(stderr, "GOAI_DOCKER_NETWORK") {
+		t.Errorf("exit %d, stderr %q: want 2 and the GOAI_DOCKER_NETWORK hint", code, stderr)
+	}
+}

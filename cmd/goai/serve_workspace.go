@@ -34,8 +34,8 @@ import (
 // agentFlags are goai serve's agent settings: which sandbox the agent works
 // in, where its workspace is, and which commands it may run.
 type agentFlags struct {
-	sandbox, workspace, policy, image *string
-	noTools                           *bool
+	sandbox, workspace, policy, image, dockerNet *string
+	noTools                                      *bool
 }
 
 func addAgentFlags(fs *flag.FlagSet) *agentFlags {
@@ -44,6 +44,7 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 		workspace: fs.String("workspace", os.Getenv("GOAI_WORKSPACE"), "workspace directory for every thread (default: one git repository per thread under the data directory) (GOAI_WORKSPACE)"),
 		policy:    fs.String("policy", os.Getenv("GOAI_POLICY"), `command policy file, JSON {"commands":{"allow":[...],"ask":[...],"deny":[...]},"default":"ask"} (default: ask for every command) (GOAI_POLICY)`),
 		image:     fs.String("docker-image", envOr("GOAI_DOCKER_IMAGE", "debian:bookworm-slim"), "image of the docker sandbox; it needs sh and git (GOAI_DOCKER_IMAGE)"),
+		dockerNet: fs.String("docker-network", os.Getenv("GOAI_DOCKER_NETWORK"), "network of the docker sandbox: none, or a docker network (bridge, host, ...) for a coding agent that calls its model from inside (default none) (GOAI_DOCKER_NETWORK)"),
 		noTools:   fs.Bool("no-tools", false, "plain chat: no sandbox and no workspace tools (same as GOAI_SANDBOX=none)"),
 	}
 }
@@ -51,15 +52,16 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 // agent runs every chat in a per-thread sandbox with the workspace tools.
 // A nil *agent is plain chat.
 type agent struct {
-	kind    string // "bwrap", "local" or "docker"
-	dataDir string // per-thread workspaces live in dataDir/workspaces
-	shared  string // GOAI_WORKSPACE: one directory for every thread
-	policy  *workspace.Policy
-	tools   []*chat.Tool
-	newProv func(dir string) (sandbox.Provider, error)
-	image   string // the docker image (kind "docker")
-	logger  *slog.Logger
-	network bool // bubblewrapped commands may use the host network (a coding agent reaching its model)
+	kind      string // "bwrap", "local" or "docker"
+	dataDir   string // per-thread workspaces live in dataDir/workspaces
+	shared    string // GOAI_WORKSPACE: one directory for every thread
+	policy    *workspace.Policy
+	tools     []*chat.Tool
+	newProv   func(dir string) (sandbox.Provider, error)
+	image     string // the docker image (kind "docker")
+	dockerNet string // the docker sandbox's network ("" or "none": none)
+	logger    *slog.Logger
+	network   bool // bubblewrapped commands may use the host network (a coding agent reaching its model)
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox.Sandbox // by workspace directory
@@ -118,9 +120,9 @@ func openAgent(ctx context.Context, f *agentFlags, dataDir string, logger *slog.
 		}
 	case "docker":
 		image := *f.image
-		a.image = image
+		a.image, a.dockerNet = image, *f.dockerNet
 		a.newProv = func(dir string) (sandbox.Provider, error) {
-			return docker.New(docker.Options{Image: image, HostDir: dir, Owner: dockerOwner(dataDir), Logger: logger})
+			return docker.New(docker.Options{Image: image, HostDir: dir, Owner: dockerOwner(dataDir), NetworkMode: a.dockerNet, ExtraHosts: a.extraHosts(), Logger: logger})
 		}
 	}
 	a.tools = workspace.RunTools(workspace.Options{Policy: a.policy})

@@ -102,6 +102,9 @@ type Options struct {
 	KeepAlive []string
 	// NetworkMode defaults to "none": the container has no network.
 	NetworkMode string
+	// ExtraHosts are added to the container's /etc/hosts, as
+	// "name:address" (the address "host-gateway" is the host).
+	ExtraHosts []string
 	// Memory is the memory limit in bytes (0: none).
 	Memory int64
 	// CPUs is the CPU limit, e.g. 0.5 (0: none).
@@ -219,6 +222,7 @@ func (p *Provider) createFrom(ctx context.Context, image, key string, env map[st
 	hc := &container.HostConfig{
 		Init:        &initProc,
 		NetworkMode: container.NetworkMode(p.opts.NetworkMode),
+		ExtraHosts:  p.opts.ExtraHosts,
 		CapDrop:     []string{"ALL"},
 		CapAdd:      p.opts.CapAdd,
 		SecurityOpt: []string{"no-new-privileges"},

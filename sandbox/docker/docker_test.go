@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -486,5 +488,35 @@ func TestSweepRemovesUnknownContainers(t *testing.T) {
 	removed, err = p.Sweep(ctx, docker.SweepOptions{Known: func(context.Context, string, string) (bool, error) { return false, nil }})
 	if err != nil || len(removed) != 0 {
 		t.Fatalf("default MinAge swept %v (%v)", removed, err)
+	}
+}
+
+// With NetworkMode "host" a command reaches a server on the host's
+// loopback (a coding agent calling a model there); ExtraHosts land in the
+// container's configuration. The default (none) reaches nothing.
+func TestNetworkModeHost(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("reached-the-host")) }))
+	defer srv.Close()
+	// busybox nc, not wget: the test image's static wget cannot resolve.
+	hostPort := strings.TrimPrefix(srv.URL, "http://")
+	host, port, _ := strings.Cut(hostPort, ":")
+	get := `printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 ` + host + " " + port + " 2>&1; echo \" exit=$?\""
+	for _, tc := range []struct {
+		mode  string
+		reach bool
+	}{{"", false}, {"host", true}} {
+		p := newProvider(t, docker.Options{NetworkMode: tc.mode, ExtraHosts: []string{"host.docker.internal:host-gateway"}})
+		h, err := p.Create(context.Background(), sandbox.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := mustExec(t, h, get)
+		if reached := strings.Contains(got, "reached-the-host"); reached != tc.reach {
+			t.Errorf("network %q: reached the host = %v (%q), want %v", tc.mode, reached, got, tc.reach)
+		}
+		if res := inspect(t, h.ID()); res == nil || !slices.Equal(res.Container.HostConfig.ExtraHosts, []string{"host.docker.internal:host-gateway"}) {
+			t.Errorf("network %q: extra hosts not configured", tc.mode)
+		}
+		_ = h.Destroy(context.Background())
 	}
 }
