@@ -493,7 +493,12 @@ func (r *invocationRun) readJournal(ctx context.Context, j Journal, dec Decoder,
 		return r.line(line, dec, yield)
 	})
 	if err != nil && errors.Is(context.Cause(ctx), chat.ErrCancelRequested) {
-		j.kill(context.WithoutCancel(ctx), r.h)
+		// Cancelled: the run is over, and nobody will read the journal.
+		bg := context.WithoutCancel(ctx)
+		j.kill(bg, r.h)
+		if rerr := j.Remove(bg, r.h); rerr != nil {
+			r.log.Warn("harness: remove the journal", "category", "errors", "err", rerr)
+		}
 	}
 	if err != nil {
 		return err

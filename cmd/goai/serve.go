@@ -112,6 +112,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stopRetention := startRetention(ctx, store, limits.retention, logger)
 	defer stopRetention()
 	defer ag.startSweeper(ctx)()
+	defer ag.startJournalSweeper(ctx, store)()
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goai-sdk/goai/provider/mockprovider"
 	"github.com/goai-sdk/goai/provider/scripted"
@@ -159,5 +160,43 @@ func TestServeRefusesAgentInOfflineDocker(t *testing.T) {
 		"--model", "claude-code:claude-sonnet-4-5", "--sandbox", "docker", "--docker-image", envOr("GOAI_TEST_DOCKER_IMAGE", "goai-sandbox-test:1"))
 	if code != 2 || !strings.Contains(stderr, "GOAI_DOCKER_NETWORK") {
 		t.Errorf("exit %d, stderr %q: want 2 and the GOAI_DOCKER_NETWORK hint", code, stderr)
+	}
+}
+
+// goai serve sweeps the journals agents left in the workspaces: an old
+// orphan's files go at start-up, a recent orphan's stay.
+func TestServeSweepsOldJournals(t *testing.T) {
+	data := t.TempDir()
+	jdir := filepath.Join(data, "workspaces", "some-thread", harnessJournalDir)
+	if err := os.MkdirAll(jdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-3 * time.Hour)
+	for name, mtime := range map[string]time.Time{"gone-run.ndjson": old, "gone-run.err": old, "fresh-run.ndjson": time.Now()} {
+		p := filepath.Join(jdir, name)
+		if err := os.WriteFile(p, []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startServeIn(t, data, "--sandbox", "local")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, errGone := os.Stat(filepath.Join(jdir, "gone-run.ndjson"))
+		if os.IsNotExist(errGone) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the old orphan journal was not swept")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(jdir, "gone-run.err")); !os.IsNotExist(err) {
+		t.Errorf("the orphan's stderr sidecar is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(jdir, "fresh-run.ndjson")); err != nil {
+		t.Errorf("a recent orphan's journal was swept: %v", err)
 	}
 }
