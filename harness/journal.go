@@ -140,9 +140,18 @@ func (j Journal) Read(ctx context.Context, h sandbox.Handle, from int64, fn func
 	return code, nil
 }
 
-// Remove deletes the journal and its stderr sidecar.
+// Remove deletes the journal, its stderr sidecar and the files beside it.
 func (j Journal) Remove(ctx context.Context, h sandbox.Handle) error {
+	return j.remove(ctx, h, true)
+}
+
+// remove is Remove; withCancel false keeps the cancel file, which the
+// agent's watchdog may not have seen yet (the sweep takes it later).
+func (j Journal) remove(ctx context.Context, h sandbox.Handle, withCancel bool) error {
 	files := []string{j.Path(), j.ErrPath(), j.promptPath(), j.pidPath(), j.basePath(), j.lockPath()}
+	if withCancel {
+		files = append(files, j.cancelPath())
+	}
 	for i, f := range files {
 		files[i] = sandbox.Quote(f)
 	}
@@ -401,8 +410,14 @@ func (r *invocationRun) launchJournaled(ctx context.Context, dir, base string, j
 	// the host lives. The pid is recorded for a cancel; the lock, held by
 	// the agent's process tree for as long as any of it lives, tells a
 	// successor whether an agent that wrote no sentinel is still working.
-	start := "setsid " + j.lockWrap(j.Wrap(cmd)) + " < /dev/null > /dev/null 2>&1 & echo $! > " + sandbox.Quote(j.pidPath()) + "; wait"
-	p, err := r.h.Spawn(context.WithoutCancel(ctx), start, sandbox.ExecOptions{Dir: dir, Env: l.Env})
+	//
+	// The waiting shell is also the agent's watchdog: it lives in the
+	// agent's process namespace whatever the sandbox, so it can end the
+	// agent's process group when a cancel file appears, which a host (this
+	// one or a successor, in a command of its own) can always create.
+	start := "setsid " + j.lockWrap(j.Wrap(cmd)) + " < /dev/null > /dev/null 2>&1 & a=$!; echo $a > " + sandbox.Quote(j.pidPath()) +
+		"; while kill -0 $a 2>/dev/null; do if [ -e " + sandbox.Quote(j.cancelPath()) + " ]; then kill -9 -$a 2>/dev/null; break; fi; sleep 1; done; wait"
+	p, err := r.h.Spawn(context.WithoutCancel(ctx), start, sandbox.ExecOptions{Dir: dir, Env: l.Env, Detach: true})
 	if err != nil {
 		return fmt.Errorf("harness: start %s: %w", r.a.agent.Name(), err)
 	}
@@ -480,10 +495,14 @@ func (j Journal) launched(ctx context.Context, h sandbox.Handle) (bool, error) {
 	return res.ExitCode == 0, nil
 }
 
-// kill stops the agent's process group.
+// kill stops the agent's process group: through its watchdog (the cancel
+// file), which reaches it in any sandbox, and directly where this command
+// shares the agent's process namespace.
 func (j Journal) kill(ctx context.Context, h sandbox.Handle) {
-	_, _ = h.Exec(ctx, "pid=$(cat "+sandbox.Quote(j.pidPath())+" 2>/dev/null) && [ -n \"$pid\" ] && kill -9 -- -\"$pid\" 2>/dev/null; true", j.execOpts())
+	_, _ = h.Exec(ctx, ": > "+sandbox.Quote(j.cancelPath())+"; pid=$(cat "+sandbox.Quote(j.pidPath())+" 2>/dev/null) && [ -n \"$pid\" ] && kill -9 -\"$pid\" 2>/dev/null; true", j.execOpts())
 }
+
+func (j Journal) cancelPath() string { return path.Join(j.Dir, EncodeRunID(j.RunID)+".cancel") }
 
 // readJournal translates a journal from its start until the sentinel. A
 // cancel stops the agent; a host that merely goes away (a disconnect, a
@@ -496,7 +515,7 @@ func (r *invocationRun) readJournal(ctx context.Context, j Journal, dec Decoder,
 		// Cancelled: the run is over, and nobody will read the journal.
 		bg := context.WithoutCancel(ctx)
 		j.kill(bg, r.h)
-		if rerr := j.Remove(bg, r.h); rerr != nil {
+		if rerr := j.remove(bg, r.h, false); rerr != nil {
 			r.log.Warn("harness: remove the journal", "category", "errors", "err", rerr)
 		}
 	}

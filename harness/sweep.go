@@ -15,7 +15,7 @@ import (
 const DefaultOrphanTTL = time.Hour
 
 // journalSuffixes are the files a journal leaves (see Journal).
-var journalSuffixes = []string{".ndjson", ".err", ".prompt", ".pid", ".base", ".lock"}
+var journalSuffixes = []string{".ndjson", ".err", ".prompt", ".pid", ".base", ".lock", ".cancel"}
 
 // DecodeRunID is EncodeRunID's inverse for a journal file's base name (its
 // suffix removed). ok is false for a name EncodeRunID cannot have made,

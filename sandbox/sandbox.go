@@ -44,6 +44,12 @@ type ExecOptions struct {
 	// UnlimitedOutput (negative) keeps everything. Spawn ignores it: a
 	// spawned command's output is streamed, not buffered.
 	MaxOutputBytes int64
+	// Detach lets a spawned command outlive the process that started it
+	// (a coding agent that must keep working when its server dies):
+	// sandboxes that tie commands to their caller's life (bubblewrap's
+	// --die-with-parent) do not for this one. The command must end by
+	// itself, or be ended through the sandbox (a file it watches).
+	Detach bool
 }
 
 // ExecResult is the buffered outcome of Exec.

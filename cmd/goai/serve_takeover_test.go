@@ -292,3 +292,166 @@ func logTime(log, msg string) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// fakeAgent is a stand-in for Claude Code that prints its stream-json
+// (an init line, a message, then after a pause a second message and its
+// result), so that a bubblewrap sandbox, which sees only the workspace and
+// the system, can run it.
+const fakeAgent = `#!/bin/sh
+cat > /dev/null
+say() { printf '%s\n' "$1"; }
+say '{"type":"system","subtype":"init","session_id":"fake-session"}'
+say '{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":"step one. "}]},"session_id":"fake-session"}'
+sleep "$(cat agent-sleep 2>/dev/null || echo 4)"
+: > finished-marker
+say '{"type":"assistant","message":{"id":"msg_2","role":"assistant","content":[{"type":"text","text":"step two."}]},"session_id":"fake-session"}'
+say '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"fake-session","usage":{"input_tokens":3,"output_tokens":4}}'
+`
+
+// bwrapWorkspace makes a shared git workspace holding the fake agent.
+func bwrapWorkspace(t *testing.T) string {
+	t.Helper()
+	if !bwrapWorks(context.Background()) {
+		if os.Getenv("CI") != "" {
+			t.Fatal("bubblewrap must work in CI (scripts/setup-sandbox.sh)")
+		}
+		t.Skip("bubblewrap does not work here")
+	}
+	ws := t.TempDir()
+	for _, name := range []string{"fake-claude.sh", "fake-claude-cancel.sh"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(fakeAgent), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", ws}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	return ws
+}
+
+// In the default sandbox (bubblewrap) the agent survives the SIGKILL of
+// the server that launched it, and a successor drives its run to its end.
+func TestServeTakeoverBubblewrap(t *testing.T) {
+	ws := bwrapWorkspace(t)
+	data := t.TempDir()
+	env := []string{"GOAI_CLAUDE_BIN=./fake-claude.sh", "GOAI_LEASE=1s"}
+	args := []string{"--store", "sqlite:" + filepath.Join(data, "goai.db"), "--model", "claude-code:fake", "--sandbox", "bwrap", "--workspace", ws}
+	host1, base1, _ := startServeProcess(t, env, args...)
+	const runID = "bwrap-run-1"
+	body, _ := json.Marshal(runBody("bwrap-thread", runID, []map[string]any{{"id": "u1", "role": "user", "content": "work"}}))
+	req, _ := http.NewRequest(http.MethodPost, base1+"/api/chat", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Run-Id", runID)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []sseEvent
+	readSSE(res.Body, func(e sseEvent) bool {
+		seen = append(seen, e)
+		return !strings.Contains(e.data, "step one")
+	})
+	_ = host1.Process.Kill()
+	_ = host1.Wait()
+	res.Body.Close()
+
+	_, base2, _ := startServeProcess(t, env, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	greq, _ := http.NewRequestWithContext(ctx, http.MethodGet, base2+"/api/chat?runId="+runID, nil)
+	greq.Header.Set("Last-Event-ID", seen[len(seen)-1].id)
+	gres, err := http.DefaultClient.Do(greq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gres.Body.Close()
+	var rest []sseEvent
+	readSSE(gres.Body, func(e sseEvent) bool { rest = append(rest, e); return true })
+	all := append(append([]sseEvent(nil), seen...), rest...)
+	checkExactlyOnce(t, all)
+	s := summarize(eventsOf(all))
+	if s.runError != nil || all[len(all)-1].ev.str("type") != "RUN_FINISHED" {
+		t.Fatalf("the run did not finish: error %v, last %s", s.runError, all[len(all)-1].data)
+	}
+	if s.text != "step one. step two." {
+		t.Errorf("text %q, want both steps once", s.text)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "finished-marker")); err != nil {
+		t.Errorf("the agent did not finish its work after its server died: %v", err)
+	}
+}
+
+// A cancel stops a bubblewrapped agent whose server died: the successor
+// driving it shares no process namespace with it (and did not start it),
+// so only the agent's watchdog can end it. The run ends cancelled.
+func TestServeCancelStopsBubblewrappedAgent(t *testing.T) {
+	ws := bwrapWorkspace(t)
+	if err := os.WriteFile(filepath.Join(ws, "agent-sleep"), []byte("60\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A name of its own, so the host can see whether it runs.
+	running := func() bool { return exec.Command("pgrep", "-f", "fake-claude-cancel.sh").Run() == nil }
+	env := []string{"GOAI_CLAUDE_BIN=./fake-claude-cancel.sh", "GOAI_LEASE=1s"}
+	args := []string{"--store", "sqlite:" + filepath.Join(t.TempDir(), "goai.db"), "--model", "claude-code:fake", "--sandbox", "bwrap", "--workspace", ws}
+	host1, base1, _ := startServeProcess(t, env, args...)
+	const runID = "bwrap-cancel-1"
+	body, _ := json.Marshal(runBody("bwrap-thread", runID, []map[string]any{{"id": "u1", "role": "user", "content": "work"}}))
+	req, _ := http.NewRequest(http.MethodPost, base1+"/api/chat", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Run-Id", runID)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []sseEvent
+	readSSE(res.Body, func(e sseEvent) bool {
+		seen = append(seen, e)
+		return !strings.Contains(e.data, "step one")
+	})
+	_ = host1.Process.Kill()
+	_ = host1.Wait()
+	res.Body.Close()
+	if !running() {
+		t.Fatal("the agent died with its server: the test would prove nothing")
+	}
+
+	_, base2, log2 := startServeProcess(t, env, args...)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(log2.String(), "taking over a running agent") {
+		if time.Now().After(deadline) {
+			t.Fatal("the successor did not take the run over")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	creq, _ := http.NewRequest(http.MethodPost, base2+"/api/chat/cancel", strings.NewReader(`{"runId":"`+runID+`"}`))
+	creq.Header.Set("Content-Type", "application/json")
+	cres, err := http.DefaultClient.Do(creq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cres.Body.Close()
+	greq, _ := http.NewRequest(http.MethodGet, base2+"/api/chat?runId="+runID, nil)
+	greq.Header.Set("Last-Event-ID", seen[len(seen)-1].id)
+	gres, err := http.DefaultClient.Do(greq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gres.Body.Close()
+	var last event
+	readSSE(gres.Body, func(e sseEvent) bool { last = e.ev; return true })
+	if last.str("type") != "RUN_ERROR" || last.str("code") != "cancelled" {
+		t.Fatalf("the run ends with %v, want RUN_ERROR cancelled", last)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for running() {
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled agent is still running")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "finished-marker")); err == nil {
+		t.Error("the cancelled agent finished its work")
+	}
+}

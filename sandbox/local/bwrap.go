@@ -157,8 +157,9 @@ func (n *nsInit) kill(wait time.Duration) {
 }
 
 // bwrapArgs is the full bwrap command line for cmd run in dir; bwrap
-// reports the namespace's init on file descriptor 3.
-func (h *Handle) bwrapArgs(dir, cmd string) []string {
+// reports the namespace's init on file descriptor 3. A detached command
+// does not die with its parent.
+func (h *Handle) bwrapArgs(dir, cmd string, detach bool) []string {
 	o := &h.p.opts
 	args := mountArgs()
 	for _, b := range o.ReadOnlyBinds {
@@ -175,13 +176,11 @@ func (h *Handle) bwrapArgs(dir, cmd string) []string {
 	if h.p.userns() {
 		args = append(args, "--unshare-user", "--uid", sandboxUID, "--gid", sandboxUID)
 	}
-	return append(args,
-		"--cap-drop", "ALL",
-		"--info-fd", "3",
-		"--die-with-parent",
-		"--new-session",
-		"--", "sh", "-c", cmd,
-	)
+	args = append(args, "--cap-drop", "ALL", "--info-fd", "3")
+	if !detach {
+		args = append(args, "--die-with-parent")
+	}
+	return append(args, "--new-session", "--", "sh", "-c", cmd)
 }
 
 // isolatedEnviron is the environment of a bubblewrapped command: PATH, HOME

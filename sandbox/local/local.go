@@ -42,7 +42,8 @@ const (
 	// workspace as the only writable bind; no network (unless
 	// Options.Network); every namespace unshared, every capability
 	// dropped, and an unprivileged uid in a user namespace where the
-	// kernel allows one; a scrubbed environment; --die-with-parent. It
+	// kernel allows one; a scrubbed environment; --die-with-parent (but
+	// for a command spawned with ExecOptions.Detach). It
 	// holds when goai runs as root.
 	IsolationBubblewrap
 )

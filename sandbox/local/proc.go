@@ -73,7 +73,7 @@ func (h *Handle) command(ctx context.Context, cmd string, opts sandbox.ExecOptio
 		if ns, err = newNSInit(); err != nil {
 			return nil, nil, fmt.Errorf("local: %w", err)
 		}
-		c = exec.CommandContext(ctx, h.p.bwrap(), h.bwrapArgs(dir, cmd)...)
+		c = exec.CommandContext(ctx, h.p.bwrap(), h.bwrapArgs(dir, cmd, opts.Detach)...)
 		c.ExtraFiles = []*os.File{ns.w} // fd 3: --info-fd
 	} else {
 		c = exec.CommandContext(ctx, "sh", "-c", cmd)
