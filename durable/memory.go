@@ -473,14 +473,8 @@ func (m *Memory) Update(ctx context.Context, runID string, patch RunPatch) error
 	if r == nil {
 		return nil
 	}
-	if patch.IfEpoch > 0 {
-		var observed int64
-		if r.rec.DriverEpoch != nil {
-			observed = *r.rec.DriverEpoch
-		}
-		if observed != patch.IfEpoch {
-			return &ClaimLostError{RunID: runID, Held: patch.IfEpoch, Observed: observed}
-		}
+	if err := patch.CheckEpoch(r.rec); err != nil {
+		return err
 	}
 	patch.Apply(&r.rec)
 	return nil
