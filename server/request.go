@@ -50,55 +50,25 @@ func (h *Handler) decodeChat(w http.ResponseWriter, r *http.Request) (*chatReque
 		return nil, false
 	}
 	in, err := agui.ParseRunInput(body)
-	if err == nil {
-		err = checkInputIDs(in)
-	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return nil, false
+	}
+	for what, id := range map[string]string{"threadId": in.ThreadID, "runId": in.RunID, "parentRunId": in.ParentRunID} {
+		if err := checkID(what, id); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+			return nil, false
+		}
 	}
 	msgs, _, err := agui.ConvertMessages(in.RawMessages)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", "messages: "+err.Error())
 		return nil, false
 	}
-	opts, err := h.engineOptions(r, in, msgs)
+	opts, err := h.cfg.Options(&Request{HTTP: r, Input: in, Messages: msgs})
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return nil, false
-	}
-	cr := &chatRequest{input: in, opts: opts, format: acceptFormat(r)}
-	if h.cfg.Store != nil {
-		cr.runID = r.Header.Get("X-Run-Id")
-		cr.lastEvent = r.Header.Get("Last-Event-ID")
-	}
-	if cr.runID != "" {
-		if err := checkID("X-Run-Id", cr.runID); err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
-			return nil, false
-		}
-		cr.opts.RunID = cr.runID
-	}
-	return cr, true
-}
-
-// checkInputIDs applies checkID to the ids of a run input.
-func checkInputIDs(in *agui.RunInput) error {
-	for _, id := range []struct{ what, id string }{{"threadId", in.ThreadID}, {"runId", in.RunID}, {"parentRunId", in.ParentRunID}} {
-		if err := checkID(id.what, id.id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// engineOptions builds a request's engine options: the application's
-// (Config.Options) with the request's conversation, ids, state, resume
-// batch, client tools and output schema, checked by chat.Check.
-func (h *Handler) engineOptions(r *http.Request, in *agui.RunInput, msgs []agui.ModelMessage) (chat.Options, error) {
-	opts, err := h.cfg.Options(&Request{HTTP: r, Input: in, Messages: msgs})
-	if err != nil {
-		return opts, err
 	}
 	opts.Messages = msgs
 	opts.ThreadID = in.ThreadID
@@ -121,19 +91,29 @@ func (h *Handler) engineOptions(r *http.Request, in *agui.RunInput, msgs []agui.
 	}
 	opts.Tools = MergeTools(opts.Tools, in.Tools)
 	if opts.OutputSchema == nil {
-		opts.OutputSchema = forwardedOutputSchema(in.ForwardedProps)
+		// A client asks for structured output with forwardedProps.outputSchema.
+		var fp struct {
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if json.Unmarshal(in.ForwardedProps, &fp) == nil && len(fp.OutputSchema) > 0 && string(fp.OutputSchema) != "null" {
+			opts.OutputSchema = fp.OutputSchema
+		}
 	}
-	return opts, chat.Check(&opts)
-}
-
-// forwardedOutputSchema is the structured output a client asks for with
-// forwardedProps.outputSchema, nil when it asks for none.
-func forwardedOutputSchema(forwardedProps json.RawMessage) json.RawMessage {
-	var fp struct {
-		OutputSchema json.RawMessage `json:"outputSchema"`
+	if err := chat.Check(&opts); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return nil, false
 	}
-	if json.Unmarshal(forwardedProps, &fp) != nil || len(fp.OutputSchema) == 0 || string(fp.OutputSchema) == "null" {
-		return nil
+	cr := &chatRequest{input: in, opts: opts, format: acceptFormat(r)}
+	if h.cfg.Store != nil {
+		cr.runID = r.Header.Get("X-Run-Id")
+		cr.lastEvent = r.Header.Get("Last-Event-ID")
 	}
-	return fp.OutputSchema
+	if cr.runID != "" {
+		if err := checkID("X-Run-Id", cr.runID); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+			return nil, false
+		}
+		cr.opts.RunID = cr.runID
+	}
+	return cr, true
 }
