@@ -336,18 +336,7 @@ func isProviderExecuted(tc *ToolCall) bool {
 // assistantMetadata keeps the caller's metadata with metadata.tanstack cut
 // down to model, signature and the message's ui-resource parts.
 func assistantMetadata(m *UIMessage) map[string]any {
-	out := maps.Clone(m.Metadata)
-	if out == nil {
-		out = map[string]any{}
-	}
-	prev := tanstackOf(m.Metadata)
-	ts := map[string]any{}
-	if v, ok := prev["model"]; ok {
-		ts["model"] = v
-	}
-	if v, ok := prev["signature"]; ok {
-		ts["signature"] = v
-	}
+	out, ts := splitMetadata(m)
 	var res []json.RawMessage
 	for _, p := range m.Parts {
 		if p.Type == PartUIResource {
@@ -360,6 +349,24 @@ func assistantMetadata(m *UIMessage) map[string]any {
 		ts["uiResources"] = res
 	}
 	return withTanstackOrNil(out, ts)
+}
+
+// splitMetadata returns a copy of m's metadata (never nil) and a fresh
+// metadata.tanstack holding only what every rebuilt message keeps of the
+// old one: model and signature.
+func splitMetadata(m *UIMessage) (meta, tanstack map[string]any) {
+	meta = maps.Clone(m.Metadata)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	prev := tanstackOf(m.Metadata)
+	tanstack = map[string]any{}
+	for _, k := range []string{"model", "signature"} {
+		if v, ok := prev[k]; ok {
+			tanstack[k] = v
+		}
+	}
+	return meta, tanstack
 }
 
 func assistantToModel(m *UIMessage) []ModelMessage {

@@ -299,18 +299,7 @@ func anchor(m *UIMessage, role string, content json.RawMessage, snapshot bool) W
 // messageMetadata rebuilds an anchor's metadata: the caller's keys, with
 // metadata.tanstack replaced by what the wire needs to restore the parts.
 func messageMetadata(m *UIMessage, snapshot bool) map[string]any {
-	base := maps.Clone(m.Metadata)
-	if base == nil {
-		base = map[string]any{}
-	}
-	prev := tanstackOf(m.Metadata)
-	ts := map[string]any{}
-	if v, ok := prev["model"]; ok {
-		ts["model"] = v
-	}
-	if v, ok := prev["signature"]; ok {
-		ts["signature"] = v
-	}
+	base, ts := splitMetadata(m)
 	if c, ok := coerceCreatedAt(m.CreatedAt); ok {
 		ts["createdAt"] = c
 	}

@@ -28,7 +28,9 @@
 // one run lives in the run, not in the middleware: declare a private
 // capability, provide the state in Setup and fetch it in later hooks. The
 // state is the run's alone (no map keyed by run, no locking against other
-// runs) and goes away with it.
+// runs) and goes away with it, however the run ends. A middleware that may
+// appear twice in one chain makes its capability in its constructor, one per
+// middleware value, as middleware/toolcache and sandbox.WithSandbox do.
 //
 //	var runState = chat.NewCapability[*counter]("mypkg.counter")
 //

@@ -81,12 +81,7 @@ func NormalizeWith(stream []byte, format string, opts Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	for _, l := range lines {
-		buf.WriteString(l)
-		buf.WriteByte('\n')
-	}
-	return buf.Bytes(), nil
+	return joinLines(lines), nil
 }
 
 // NormalizeLines returns the canonical JSON text of every event.
@@ -133,12 +128,7 @@ func NormalizeJSONArray(data []byte, opts Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	for _, l := range lines {
-		buf.WriteString(l)
-		buf.WriteByte('\n')
-	}
-	return buf.Bytes(), nil
+	return joinLines(lines), nil
 }
 
 func canonicalize(values []any, opts Options) ([]string, error) {
@@ -420,4 +410,14 @@ func splitLines(s []byte) []string {
 		return nil
 	}
 	return strings.Split(t, "\n")
+}
+
+// joinLines is lines, each followed by "\n".
+func joinLines(lines []string) []byte {
+	var buf bytes.Buffer
+	for _, l := range lines {
+		buf.WriteString(l)
+		buf.WriteByte('\n')
+	}
+	return buf.Bytes()
 }

@@ -477,14 +477,8 @@ func (m *Memory) Update(ctx context.Context, runID string, patch RunPatch) error
 	if r == nil {
 		return nil
 	}
-	if patch.IfEpoch > 0 {
-		var observed int64
-		if r.rec.DriverEpoch != nil {
-			observed = *r.rec.DriverEpoch
-		}
-		if observed != patch.IfEpoch {
-			return &ClaimLostError{RunID: runID, Held: patch.IfEpoch, Observed: observed}
-		}
+	if err := patch.CheckEpoch(r.rec); err != nil {
+		return err
 	}
 	patch.Apply(&r.rec)
 	return nil
@@ -543,25 +537,17 @@ func (m *Memory) ListReclaimable(ctx context.Context, now time.Time, ttl time.Du
 
 // Claim implements RunStore.
 func (m *Memory) Claim(ctx context.Context, runID string) (Claim, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r := m.runs[runID]
-	if r == nil {
-		return Claim{}, &ClaimError{RunID: runID, Reason: ClaimUnknown}
-	}
-	if r.rec.Status.Terminal() {
-		return Claim{}, &ClaimError{RunID: runID, Reason: ClaimTerminal}
-	}
-	var epoch int64 = 1
-	if r.rec.DriverEpoch != nil {
-		epoch = *r.rec.DriverEpoch + 1
-	}
-	r.rec.DriverEpoch = &epoch
-	return Claim{RunID: runID, Epoch: epoch}, nil
+	return m.claim(runID, nil)
 }
 
 // ClaimIf implements Leaser.
 func (m *Memory) ClaimIf(ctx context.Context, runID string, epoch int64) (Claim, error) {
+	return m.claim(runID, &epoch)
+}
+
+// claim moves a live run's driver epoch one up. With ifEpoch (ClaimIf) the
+// run must be at that epoch, and the claim is also its first heartbeat.
+func (m *Memory) claim(runID string, ifEpoch *int64) (Claim, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.runs[runID]
@@ -575,12 +561,14 @@ func (m *Memory) ClaimIf(ctx context.Context, runID string, epoch int64) (Claim,
 	if r.rec.DriverEpoch != nil {
 		cur = *r.rec.DriverEpoch
 	}
-	if cur != epoch {
+	if ifEpoch != nil && cur != *ifEpoch {
 		return Claim{}, &ClaimError{RunID: runID, Reason: ClaimTaken}
 	}
 	next := cur + 1
 	r.rec.DriverEpoch = &next
-	r.heartbeat = m.opts.Now()
+	if ifEpoch != nil {
+		r.heartbeat = m.opts.Now()
+	}
 	return Claim{RunID: runID, Epoch: next}, nil
 }
 

@@ -162,8 +162,25 @@ func (p RunPatch) Validate() error {
 	return nil
 }
 
+// CheckEpoch is the store's IfEpoch fence: a *ClaimLostError when p is
+// fenced (IfEpoch positive) and r, the run as stored, has another
+// DriverEpoch. A store calls it in the transaction that writes the patch.
+func (p RunPatch) CheckEpoch(r RunRecord) error {
+	if p.IfEpoch <= 0 {
+		return nil
+	}
+	var observed int64
+	if r.DriverEpoch != nil {
+		observed = *r.DriverEpoch
+	}
+	if observed != p.IfEpoch {
+		return &ClaimLostError{RunID: r.RunID, Held: p.IfEpoch, Observed: observed}
+	}
+	return nil
+}
+
 // Apply applies p to r in place. Times are truncated to milliseconds. It
-// ignores IfEpoch, which the store checks.
+// ignores IfEpoch, which the store checks. (CheckEpoch).
 func (p RunPatch) Apply(r *RunRecord) {
 	if s, ok := p.Status.IsSet(); ok {
 		r.Status = s

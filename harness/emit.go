@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/internal/emit"
 )
 
 // BridgePrefix is the prefix an agent puts before the names of the host
@@ -23,15 +24,11 @@ const BridgePrefix = "mcp__tanstack__"
 type Emitter struct {
 	events []agui.Event
 
-	textOpen   bool
-	textID     string
-	reasonOpen bool
-	reasonID   string
-	reasonText strings.Builder
-	tools      map[string]*observedCall
-	order      []string
-	seq        int
-	asks       []askedCommand // refused pending approval (AskApproval)
+	blocks emit.Lifecycle // text and reasoning; set up on first use
+	tools  map[string]*observedCall
+	order  []string
+	seq    int
+	asks   []askedCommand // refused pending approval (AskApproval)
 
 	// Usage accumulates across the agent's model calls; the decoder sets it.
 	Usage *agui.TokenUsage
@@ -55,9 +52,19 @@ type observedCall struct {
 	bridged bool
 }
 
-func (e *Emitter) emit(ev agui.Event) {
+func (e *Emitter) emit(ev agui.Event) bool {
 	ev.Timestamp = time.Now().UnixMilli()
 	e.events = append(e.events, ev)
+	return true
+}
+
+// lifecycle is the text and reasoning lifecycle, its thinking step
+// wrapped around each reasoning block as the agents' turns are recorded.
+func (e *Emitter) lifecycle() *emit.Lifecycle {
+	if e.blocks.Emit == nil {
+		e.blocks = emit.Lifecycle{Emit: e.emit, NewID: e.nextID, Step: emit.StepAround}
+	}
+	return &e.blocks
 }
 
 func (e *Emitter) take() []agui.Event {
@@ -68,68 +75,17 @@ func (e *Emitter) take() []agui.Event {
 
 // Text appends a text delta to message id ("" continues the open message or
 // starts one with a fresh id).
-func (e *Emitter) Text(id, delta string) {
-	if delta == "" {
-		return
-	}
-	e.EndReasoning("")
-	if e.textOpen && id != "" && id != e.textID {
-		e.EndText()
-	}
-	if !e.textOpen {
-		if id == "" {
-			id = e.nextID("msg")
-		}
-		e.textOpen, e.textID = true, id
-		e.emit(agui.Event{Type: agui.TextMessageStart, MessageID: id, Role: agui.RoleAssistant})
-	}
-	e.emit(agui.Event{Type: agui.TextMessageContent, MessageID: e.textID, Delta: delta})
-}
+func (e *Emitter) Text(id, delta string) { e.lifecycle().Text(id, delta) }
 
 // EndText closes the open text message, if any.
-func (e *Emitter) EndText() {
-	if !e.textOpen {
-		return
-	}
-	e.textOpen = false
-	e.emit(agui.Event{Type: agui.TextMessageEnd, MessageID: e.textID})
-}
+func (e *Emitter) EndText() { e.lifecycle().EndText() }
 
 // Reasoning appends a reasoning delta to block id ("" continues or starts).
-func (e *Emitter) Reasoning(id, delta string) {
-	if delta == "" {
-		return
-	}
-	e.EndText()
-	if e.reasonOpen && id != "" && id != e.reasonID {
-		e.EndReasoning("")
-	}
-	if !e.reasonOpen {
-		if id == "" {
-			id = e.nextID("reasoning")
-		}
-		e.reasonOpen, e.reasonID = true, id
-		e.reasonText.Reset()
-		e.emit(agui.Event{Type: agui.StepStarted, StepName: id, StepID: id, StepType: "thinking"})
-		e.emit(agui.Event{Type: agui.ReasoningStart, MessageID: id})
-		e.emit(agui.Event{Type: agui.ReasoningMessageStart, MessageID: id, Role: agui.RoleReasoning})
-	}
-	e.reasonText.WriteString(delta)
-	e.emit(agui.Event{Type: agui.ReasoningMessageContent, MessageID: e.reasonID, Delta: delta})
-}
+func (e *Emitter) Reasoning(id, delta string) { e.lifecycle().Reasoning(id, delta) }
 
 // EndReasoning closes the open reasoning block, with the agent's signature
 // when it has one.
-func (e *Emitter) EndReasoning(signature string) {
-	if !e.reasonOpen {
-		return
-	}
-	e.reasonOpen = false
-	id := e.reasonID
-	e.emit(agui.Event{Type: agui.ReasoningMessageEnd, MessageID: id})
-	e.emit(agui.Event{Type: agui.ReasoningEnd, MessageID: id})
-	e.emit(agui.Event{Type: agui.StepFinished, StepName: id, StepID: id, StepType: "thinking", Signature: signature, Content: e.reasonText.String()})
-}
+func (e *Emitter) EndReasoning(signature string) { e.lifecycle().EndReasoning(signature) }
 
 // ToolStart opens a tool call the agent made. A name with BridgePrefix is a
 // host tool reached through the bridge: it is reported under its own name.
@@ -140,8 +96,7 @@ func (e *Emitter) ToolStart(id, name, parentMessageID string) {
 	if id == "" || e.tools[id] != nil {
 		return
 	}
-	e.EndText()
-	e.EndReasoning("")
+	e.lifecycle().Close()
 	bridged := strings.HasPrefix(name, BridgePrefix)
 	name = strings.TrimPrefix(name, BridgePrefix)
 	if e.tools == nil {
@@ -229,8 +184,7 @@ func (e *Emitter) AddUsage(prompt, completion int64) {
 // agent never reported an outcome for (an interrupted agent), which get an
 // error result so no call is left without one.
 func (e *Emitter) closeAll(reason string) {
-	e.EndText()
-	e.EndReasoning("")
+	e.lifecycle().Close()
 	for _, id := range e.order {
 		if c := e.tools[id]; !c.result {
 			e.ToolResult(id, reason, true)

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 	"github.com/goai-sdk/goai/sandbox"
 )
 
@@ -33,7 +35,7 @@ func TestAccessorsWorkOnAbortedRun(t *testing.T) {
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := &scripted{turns: []turn{{before: func(c context.Context, h sandbox.Handle) {
+	a := acting(func(c context.Context, h sandbox.Handle) {
 		writeFile(t, c, h, "/workspace/README.md", "new\n")
 		select {
 		case <-entered:
@@ -41,8 +43,8 @@ func TestAccessorsWorkOnAbortedRun(t *testing.T) {
 			t.Error("the hook never ran")
 		}
 		cancel() // abort the run while its hook is still going
-	}, events: textTurn("done")}}}
-	_, _ = collect(ctx, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}), audit))
+	}, chattest.TextTurn("m", "done", agui.FinishStop))
+	_, _ = chattest.CollectContext(ctx, t, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}), audit))
 	var r read
 	select {
 	case r = <-got:

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 	"github.com/goai-sdk/goai/sandbox"
 )
 
@@ -68,7 +70,7 @@ func TestRealGitBaselineUntrackedAndIgnored(t *testing.T) {
 			return nil
 		},
 	}}
-	a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+	a := acting(func(ctx context.Context, h sandbox.Handle) {
 		sh := func(cmd string) {
 			t.Helper()
 			res, err := h.Exec(ctx, cmd, sandbox.ExecOptions{})
@@ -92,7 +94,7 @@ func TestRealGitBaselineUntrackedAndIgnored(t *testing.T) {
 		// Git-ignored.
 		writeFile(t, ctx, h, "/workspace/.env", "API_KEY=sk-secret\n")
 		waitFor(t, time.Minute, func() bool { return len(envEvents.get()) > 0 })
-	}, events: textTurn("done")}}}
+	}, chattest.TextTurn("m", "done", agui.FinishStop))
 	evs := mustRun(t, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}), audit))
 
 	// The README diff after the commit is still against the session

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -120,7 +119,7 @@ func TenantFromUserContext(c *chat.Context) *Tenant {
 // start/stop, dispatch and lifecycle transitions; warnings and errors under
 // "errors") and to the Definition's Logger, if set.
 func WithSandbox(s *Sandbox, opts Options) *chat.Middleware {
-	m := &sandboxMiddleware{s: s, opts: opts, runs: map[*chat.Context]*runState{}}
+	m := &sandboxMiddleware{s: s, opts: opts, run: chat.NewCapability[*runState]("sandbox.run-state")}
 	return &chat.Middleware{
 		Name:             MiddlewareName,
 		Provides:         []chat.CapabilityKey{HandleCapability},
@@ -136,17 +135,14 @@ func WithSandbox(s *Sandbox, opts Options) *chat.Middleware {
 type sandboxMiddleware struct {
 	s    *Sandbox
 	opts Options
-
-	mu   sync.Mutex
-	runs map[*chat.Context]*runState
+	run  *chat.Capability[*runState] // private: each run's state (chat's per-run state idiom)
 }
 
 func (m *sandboxMiddleware) durable() bool { return m.opts.Runs != nil && m.opts.Durability != nil }
 
 func (m *sandboxMiddleware) state(c *chat.Context) *runState {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.runs[c]
+	st, _ := m.run.GetOptional(c)
+	return st
 }
 
 // runState is one run's sandbox. Its fields are used by the run's hooks,
@@ -196,15 +192,10 @@ var _ chat.FileContent = (*FileContent)(nil)
 
 func (m *sandboxMiddleware) setup(c *chat.Context) error {
 	st := &runState{m: m, log: newRunLogger(c.Logger(), m.s.def.Logger), hctx: context.WithoutCancel(c)}
-	// Registered before Ensure: the terminal hooks must find the run
+	// Provided before Ensure: the terminal hooks must find the run
 	// however far setup got.
-	m.mu.Lock()
-	m.runs[c] = st
-	m.mu.Unlock()
+	m.run.Provide(c, st)
 	c.Defer(func(context.Context) error {
-		m.mu.Lock()
-		delete(m.runs, c)
-		m.mu.Unlock()
 		// Normally drained by a terminal hook (or the pause); this only
 		// stops what nothing else did, without emitting: the run is over.
 		if st.sink != nil {

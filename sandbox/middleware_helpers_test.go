@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,91 +14,31 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 	"github.com/goai-sdk/goai/durable"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/local"
 	"github.com/goai-sdk/goai/sandbox/sandboxtest"
 )
 
-// turn is one scripted model turn: before runs first with the run's
-// sandbox handle (nil without WithSandbox), then the events are yielded,
-// then err is thrown when set.
-type turn struct {
-	before func(ctx context.Context, h sandbox.Handle)
-	events []agui.Event
-	err    error
-}
-
-// scripted is a chat.Adapter playing turns in order.
-type scripted struct {
-	mu    sync.Mutex
-	turns []turn
-	calls int
-}
-
-func (a *scripted) Name() string  { return "scripted" }
-func (a *scripted) Model() string { return "scripted-1" }
-
-func (a *scripted) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	a.mu.Lock()
-	n := a.calls
-	a.calls++
-	a.mu.Unlock()
-	return func(yield func(agui.Event, error) bool) {
-		if n >= len(a.turns) {
-			yield(agui.Event{Type: agui.RunError, Message: "script exhausted"}, nil)
-			return
-		}
-		t := a.turns[n]
-		if t.before != nil {
+// acting is a model that acts in the run's sandbox before each answer:
+// act gets the call's context and the run's sandbox handle (nil without
+// WithSandbox); a nil act does nothing.
+func acting(act func(ctx context.Context, h sandbox.Handle), turns ...[]agui.Event) *chattest.ActingAdapter {
+	a := &chattest.ActingAdapter{Adapter: chattest.NewAdapter(turns...)}
+	if act != nil {
+		a.Act = func(ctx context.Context, req *chat.Request) {
 			h, _ := sandbox.HandleCapability.GetOptional(req.Capabilities)
-			t.before(ctx, h)
-		}
-		for _, ev := range t.events {
-			if !yield(ev, nil) {
-				return
-			}
-		}
-		if t.err != nil {
-			yield(agui.Event{}, t.err)
+			act(ctx, h)
 		}
 	}
-}
-
-func (a *scripted) Calls() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.calls
+	return a
 }
 
 // harness is an adapter that needs a sandbox, as harness adapters do.
-type harness struct{ *scripted }
+type harness struct{ *chattest.ActingAdapter }
 
 func (harness) Requires() []chat.CapabilityKey { return []chat.CapabilityKey{sandbox.HandleCapability} }
-
-func textTurn(text string) []agui.Event {
-	return []agui.Event{
-		{Type: agui.RunStarted, ThreadID: "t", RunID: "r"},
-		{Type: agui.TextMessageStart, MessageID: "m", Role: "assistant"},
-		{Type: agui.TextMessageContent, MessageID: "m", Delta: text},
-		{Type: agui.TextMessageEnd, MessageID: "m"},
-		{Type: agui.RunFinished, ThreadID: "t", RunID: "r", FinishReason: agui.FinishStop},
-	}
-}
-
-func toolTurn(callID, name, args string) []agui.Event {
-	return []agui.Event{
-		{Type: agui.RunStarted, ThreadID: "t", RunID: "r"},
-		{Type: agui.ToolCallStart, ToolCallID: callID, ToolCallName: name, Index: agui.Int(0)},
-		{Type: agui.ToolCallArgs, ToolCallID: callID, Delta: args},
-		{Type: agui.ToolCallEnd, ToolCallID: callID},
-		{Type: agui.RunFinished, ThreadID: "t", RunID: "r", FinishReason: agui.FinishToolCalls},
-	}
-}
-
-func user(text string) []agui.ModelMessage {
-	return []agui.ModelMessage{{Role: agui.RoleUser, Content: agui.Text(text)}}
-}
 
 // env is one test's sandbox setting: a local-process provider on a temp
 // directory and a recorded debug logger.
@@ -135,7 +74,7 @@ func (e *env) define(def sandbox.Definition) *sandbox.Sandbox {
 // opts returns chat options for one run with every debug category on.
 func (e *env) opts(a chat.Adapter, mws ...*chat.Middleware) chat.Options {
 	return chat.Options{
-		Adapter: a, Messages: user("go"), Middleware: mws,
+		Adapter: a, Messages: chattest.User("go"), Middleware: mws,
 		ThreadID: "thread-1", RunID: "run-1",
 		Debug: chat.DebugAll(e.log),
 	}
@@ -149,20 +88,9 @@ func gitRepo(root string) *sandbox.Workspace {
 			"git -c user.email=t@example.com -c user.name=t -c commit.gpgsign=false commit -qm init")}
 }
 
-func collect(ctx context.Context, opts chat.Options) ([]agui.Event, error) {
-	var evs []agui.Event
-	for ev, err := range chat.Stream(ctx, opts) {
-		if err != nil {
-			return evs, err
-		}
-		evs = append(evs, ev)
-	}
-	return evs, nil
-}
-
 func mustRun(t *testing.T, opts chat.Options) []agui.Event {
 	t.Helper()
-	evs, err := collect(context.Background(), opts)
+	evs, err := chattest.Collect(t, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,19 +130,6 @@ func fileEvents(cs []custom) []string {
 		}
 	}
 	return out
-}
-
-func indexOf(evs []agui.Event, typ agui.EventType) int {
-	return slices.IndexFunc(evs, func(e agui.Event) bool { return e.Type == typ })
-}
-
-func lastIndexOf(evs []agui.Event, typ agui.EventType) int {
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type == typ {
-			return i
-		}
-	}
-	return -1
 }
 
 // lines is a goroutine-safe log of strings.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 	"github.com/goai-sdk/goai/durable"
 	"github.com/goai-sdk/goai/sandbox"
 )
@@ -30,10 +31,10 @@ func TestItem31WatchesWorkspaceRoot(t *testing.T) {
 	audit := &chat.Middleware{Name: "audit", Sandbox: chat.SandboxHooks{
 		OnFile: func(_ *chat.Context, ev chat.FileEvent) error { emitted.add(ev.Type + " " + ev.Path); return nil },
 	}}
-	a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+	a := acting(func(ctx context.Context, h sandbox.Handle) {
 		writeFile(t, ctx, h, "/repo/src/new.ts", "x\n")
 		writeFile(t, ctx, h, "/elsewhere/out.txt", "not watched\n") // outside the root
-	}, events: textTurn("done")}}}
+	}, chattest.TextTurn("m", "done", agui.FinishStop))
 	evs := mustRun(t, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}), audit))
 
 	want := []string{"create /repo/src/new.ts"}
@@ -68,9 +69,9 @@ func TestItem32FileEventsSwitch(t *testing.T) {
 			audit := &chat.Middleware{Name: "audit", Sandbox: chat.SandboxHooks{
 				OnFile: func(_ *chat.Context, ev chat.FileEvent) error { runScoped.add(ev.Path); return nil },
 			}}
-			a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+			a := acting(func(ctx context.Context, h sandbox.Handle) {
 				writeFile(t, ctx, h, "/repo/README.md", "new\n")
-			}, events: textTurn("done")}}}
+			}, chattest.TextTurn("m", "done", agui.FinishStop))
 			evs := mustRun(t, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}), audit))
 
 			cs := customs(t, evs)
@@ -137,18 +138,18 @@ func TestItem33TerminalHooksDrainInFlightDiffs(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
 			var dir string
-			tn := turn{before: func(c context.Context, h sandbox.Handle) {
+			a := acting(func(c context.Context, h sandbox.Handle) {
 				dir = hostDir(h)
 				writeFile(t, c, h, "/workspace/late.txt", "late\n")
 				if path == "abort" {
 					cancel(chat.ErrCancelRequested)
 				}
-			}, events: textTurn("done")}
+			}, chattest.TextTurn("m", "done", agui.FinishStop))
 			if path == "error" {
-				tn.events, tn.err = tn.events[:2], errors.New("boom")
+				// The model fails after its edit.
+				a.Turns, a.Err = nil, errors.New("boom")
 			}
-			a := &scripted{turns: []turn{tn}}
-			evs, err := collect(ctx, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}), after))
+			evs, err := chattest.CollectContext(ctx, t, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}), after))
 			switch {
 			case path == "abort" && !errors.Is(err, chat.ErrAborted):
 				t.Fatalf("an aborted run must end with chat.ErrAborted, got %v", err)
@@ -198,11 +199,11 @@ func TestItem34HookFailuresAreIsolated(t *testing.T) {
 		mk(1, "b", func() error { panic("b panicked") }),
 		mk(2, "c", func() error { return nil }),
 	}
-	a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+	a := acting(func(ctx context.Context, h sandbox.Handle) {
 		writeFile(t, ctx, h, "/workspace/x.txt", "x")
-	}, events: textTurn("done")}}}
+	}, chattest.TextTurn("m", "done", agui.FinishStop))
 	evs := mustRun(t, e.opts(a, mws...))
-	if lastIndexOf(evs, agui.RunFinished) < 0 {
+	if chattest.LastIndex(evs, agui.RunFinished) < 0 {
 		t.Fatal("the run did not finish")
 	}
 	if g := scoped.get(); len(g) < 2 || !slices.Equal(g[:2], []string{"onFile", "onFileCreate"}) {
@@ -224,7 +225,7 @@ func TestItem34HookFailuresAreIsolated(t *testing.T) {
 func TestItem35BaselineLogs(t *testing.T) {
 	t.Run("git repository", func(t *testing.T) {
 		e := newEnv(t)
-		mustRun(t, e.opts(&scripted{turns: []turn{{events: textTurn("x")}}},
+		mustRun(t, e.opts(chattest.NewAdapter(chattest.TextTurn("m", "x", agui.FinishStop)),
 			sandbox.WithSandbox(e.define(sandbox.Definition{Workspace: gitRepo("/repo")}), sandbox.Options{})))
 		if len(e.rec.Find(slog.LevelDebug, "sandbox git baseline captured")) != 1 {
 			t.Error("no baseline captured record")
@@ -232,7 +233,7 @@ func TestItem35BaselineLogs(t *testing.T) {
 	})
 	t.Run("not a repository", func(t *testing.T) {
 		e := newEnv(t)
-		mustRun(t, e.opts(&scripted{turns: []turn{{events: textTurn("x")}}},
+		mustRun(t, e.opts(chattest.NewAdapter(chattest.TextTurn("m", "x", agui.FinishStop)),
 			sandbox.WithSandbox(e.define(sandbox.Definition{}), sandbox.Options{})))
 		recs := e.rec.Find(slog.LevelDebug, "baseline unavailable")
 		if len(recs) != 1 || recs[0].Category != chat.CatSandbox {
@@ -245,7 +246,7 @@ func TestItem35BaselineLogs(t *testing.T) {
 	t.Run("exec throws", func(t *testing.T) {
 		e := newEnv(t)
 		fp := &faultProvider{Provider: e.provider, baselineErr: errors.New("exec failed")}
-		mustRun(t, e.opts(&scripted{turns: []turn{{events: textTurn("x")}}},
+		mustRun(t, e.opts(chattest.NewAdapter(chattest.TextTurn("m", "x", agui.FinishStop)),
 			sandbox.WithSandbox(e.define(sandbox.Definition{Provider: fp}), sandbox.Options{})))
 		if recs := e.rec.Find(slog.LevelWarn, "baseline"); len(recs) != 1 {
 			t.Errorf("warn records %+v", recs)
@@ -261,7 +262,7 @@ func TestItem36AbortDestroysWhenWatcherStopFails(t *testing.T) {
 		OnDestroy: func(context.Context) error { destroys.Add(1); return nil },
 	}})
 	var dir string
-	a := &scripted{turns: []turn{{before: func(_ context.Context, h sandbox.Handle) { dir = hostDir(h) }, events: textTurn("x")}}}
+	a := acting(func(_ context.Context, h sandbox.Handle) { dir = hostDir(h) }, chattest.TextTurn("m", "x", agui.FinishStop))
 	for range chat.Stream(context.Background(), e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}))) {
 		break // the client went away: abort
 	}
@@ -325,12 +326,12 @@ func TestItem37AbortDestroysUnlessDurableRunDetaches(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
 			var dir string
-			a := &scripted{turns: []turn{{before: func(_ context.Context, h sandbox.Handle) {
+			a := acting(func(_ context.Context, h sandbox.Handle) {
 				dir = hostDir(h)
 				if tc.how == cancelRun {
 					cancel(chat.ErrCancelRequested)
 				}
-			}, events: textTurn("x")}}}
+			}, chattest.TextTurn("m", "x", agui.FinishStop))
 			for range chat.Stream(ctx, e.opts(a, sandbox.WithSandbox(s, opts), probe)) {
 				if tc.how == disconnect {
 					break
@@ -391,7 +392,7 @@ func TestSeedSandboxScopedHooks(t *testing.T) {
 			OnDestroy: func(context.Context) error { out.add("sandbox destroyed"); return nil },
 		},
 	})
-	a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+	a := acting(func(ctx context.Context, h sandbox.Handle) {
 		if h.ID() != readyID {
 			t.Errorf("onReady got %q, the run %q", readyID, h.ID())
 		}
@@ -402,7 +403,7 @@ func TestSeedSandboxScopedHooks(t *testing.T) {
 		if err := h.FS().RemoveAll(ctx, "/workspace/notes.txt"); err != nil {
 			t.Error(err)
 		}
-	}, events: textTurn("done")}}}
+	}, chattest.TextTurn("m", "done", agui.FinishStop))
 	mustRun(t, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{})))
 	want := []string{
 		"sandbox ready",
@@ -431,9 +432,9 @@ func TestSeedRunScopedAuditHook(t *testing.T) {
 			return nil
 		},
 	}}
-	a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+	a := acting(func(ctx context.Context, h sandbox.Handle) {
 		writeFile(t, ctx, h, "/workspace/a.txt", "a")
-	}, events: textTurn("done")}}}
+	}, chattest.TextTurn("m", "done", agui.FinishStop))
 	opts := e.opts(a, sandbox.WithSandbox(e.define(sandbox.Definition{}), sandbox.Options{}), audit)
 	opts.RunID = "run-audit-7"
 	mustRun(t, opts)
@@ -462,9 +463,9 @@ func TestSeedDiffHooks(t *testing.T) {
 			return nil
 		},
 	}}
-	a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+	a := acting(func(ctx context.Context, h sandbox.Handle) {
 		writeFile(t, ctx, h, "/repo/README.md", "new\n")
-	}, events: textTurn("done")}}}
+	}, chattest.TextTurn("m", "done", agui.FinishStop))
 	mustRun(t, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}), audit))
 	p := compact(printed.get())
 	if len(p) != 1 || !strings.HasPrefix(p[0], "/repo/README.md changed:\ndiff --git a/README.md b/README.md\n") ||
@@ -497,10 +498,10 @@ func TestToolWritesStreamFileEvents(t *testing.T) {
 		}
 		return "ok", nil
 	})
-	a := &scripted{turns: []turn{
-		{events: toolTurn("call-1", "write_files", `{"files":["/workspace/a.txt","/workspace/b.txt"]}`)},
-		{events: textTurn("done")},
-	}}
+	a := chattest.NewAdapter(
+		chattest.ToolTurn("call-1", "write_files", `{"files":["/workspace/a.txt","/workspace/b.txt"]}`),
+		chattest.TextTurn("m", "done", agui.FinishStop),
+	)
 	opts := e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}))
 	opts.Tools = []*chat.Tool{tool}
 	evs := mustRun(t, opts)
@@ -509,7 +510,7 @@ func TestToolWritesStreamFileEvents(t *testing.T) {
 	if got := creates(fileEvents(cs)); !slices.Equal(got, []string{"create /workspace/a.txt", "create /workspace/b.txt"}) {
 		t.Fatalf("file events %q", got)
 	}
-	start := indexOf(evs, agui.ToolCallStart)
+	start := chattest.Index(evs, agui.ToolCallStart)
 	fileAt := map[string]int{}
 	for _, c := range cs {
 		if c.Index < start {
@@ -547,11 +548,11 @@ func TestBurstBeforeFinishReachesStream(t *testing.T) {
 	e := newEnv(t)
 	s := e.define(sandbox.Definition{FileEvents: sandbox.FileEventsWithDiff})
 	const n = 25
-	a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+	a := acting(func(ctx context.Context, h sandbox.Handle) {
 		for i := range n {
 			writeFile(t, ctx, h, fmt.Sprintf("/workspace/burst/f%02d.txt", i), "x\n")
 		}
-	}, events: textTurn("done")}}}
+	}, chattest.TextTurn("m", "done", agui.FinishStop))
 	var wire []agui.Event
 	w := agui.NewWriter(nil, agui.WriterOptions{Emit: func(ev *agui.Event) error { wire = append(wire, *ev); return nil }})
 	for ev, err := range chat.Stream(context.Background(), e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}))) {
@@ -579,13 +580,13 @@ func TestBurstBeforeFinishReachesStream(t *testing.T) {
 
 func TestHarnessRequiresSandbox(t *testing.T) {
 	e := newEnv(t)
-	a := harness{&scripted{turns: []turn{{events: textTurn("x")}}}}
-	_, err := collect(context.Background(), e.opts(a))
-	if err == nil || !strings.Contains(err.Error(), `requires capability "sandbox"`) || a.Calls() != 0 {
-		t.Fatalf("err %v after %d model calls", err, a.Calls())
+	a := harness{acting(nil, chattest.TextTurn("m", "x", agui.FinishStop))}
+	_, err := chattest.Collect(t, e.opts(a))
+	if err == nil || !strings.Contains(err.Error(), `requires capability "sandbox"`) || len(a.Requests()) != 0 {
+		t.Fatalf("err %v after %d model calls", err, len(a.Requests()))
 	}
 	var got sandbox.Handle
-	b := harness{&scripted{turns: []turn{{before: func(_ context.Context, h sandbox.Handle) { got = h }, events: textTurn("x")}}}}
+	b := harness{acting(func(_ context.Context, h sandbox.Handle) { got = h }, chattest.TextTurn("m", "x", agui.FinishStop))}
 	mustRun(t, e.opts(b, sandbox.WithSandbox(e.define(sandbox.Definition{}), sandbox.Options{})))
 	if got == nil {
 		t.Fatal("the harness got no handle")
@@ -595,7 +596,7 @@ func TestHarnessRequiresSandbox(t *testing.T) {
 func TestLifecycleReuseAndDestroy(t *testing.T) {
 	runOnce := func(t *testing.T, e *env, s *sandbox.Sandbox, runID string) string {
 		var id string
-		a := &scripted{turns: []turn{{before: func(_ context.Context, h sandbox.Handle) { id = hostDir(h) }, events: textTurn("x")}}}
+		a := acting(func(_ context.Context, h sandbox.Handle) { id = hostDir(h) }, chattest.TextTurn("m", "x", agui.FinishStop))
 		opts := e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}))
 		opts.RunID = runID
 		mustRun(t, opts)
@@ -640,8 +641,9 @@ func TestLifecycleReuseAndDestroy(t *testing.T) {
 		var gotErr error
 		s := e.define(sandbox.Definition{Hooks: sandbox.Hooks{OnError: func(_ context.Context, err error) error { gotErr = err; return nil }}})
 		var dir string
-		a := &scripted{turns: []turn{{before: func(_ context.Context, h sandbox.Handle) { dir = hostDir(h) }, err: errors.New("model down")}}}
-		if _, err := collect(context.Background(), e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}))); err == nil {
+		a := acting(func(_ context.Context, h sandbox.Handle) { dir = hostDir(h) })
+		a.Err = errors.New("model down")
+		if _, err := chattest.Collect(t, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}))); err == nil {
 			t.Fatal("no run error")
 		}
 		if gotErr == nil || !strings.Contains(gotErr.Error(), "model down") || !exists(dir) {
@@ -660,10 +662,10 @@ func TestOnReadyFailureDestroysAndReportsError(t *testing.T) {
 		OnError:   func(_ context.Context, err error) error { gotErr = err; return nil },
 		OnDestroy: func(context.Context) error { destroys.Add(1); return nil },
 	}})
-	a := &scripted{turns: []turn{{events: textTurn("x")}}}
-	_, err := collect(context.Background(), e.opts(a, sandbox.WithSandbox(s, sandbox.Options{})))
-	if err == nil || !strings.Contains(err.Error(), "not ready") || a.Calls() != 0 {
-		t.Fatalf("err %v after %d model calls", err, a.Calls())
+	a := chattest.NewAdapter(chattest.TextTurn("m", "x", agui.FinishStop))
+	_, err := chattest.Collect(t, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{})))
+	if err == nil || !strings.Contains(err.Error(), "not ready") || len(a.Requests()) != 0 {
+		t.Fatalf("err %v after %d model calls", err, len(a.Requests()))
 	}
 	if dir == "" || exists(dir) || destroys.Load() != 1 {
 		t.Errorf("not destroyed once: exists=%v onDestroy=%d", exists(dir), destroys.Load())
@@ -685,10 +687,10 @@ func TestPauseDrainsWatcher(t *testing.T) {
 		return nil, nil
 	}}
 	var dir string
-	a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+	a := acting(func(ctx context.Context, h sandbox.Handle) {
 		dir = hostDir(h)
 		writeFile(t, ctx, h, "/workspace/draft.txt", "draft")
-	}, events: textTurn("x")}}}
+	}, chattest.TextTurn("m", "x", agui.FinishStop))
 	evs := mustRun(t, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}), pause))
 	if got := creates(fileEvents(customs(t, evs))); !slices.Equal(got, []string{"create /workspace/draft.txt"}) {
 		t.Errorf("file events %q", got)
@@ -702,9 +704,9 @@ func TestPauseDrainsWatcher(t *testing.T) {
 func TestDebugSandboxCategory(t *testing.T) {
 	e := newEnv(t)
 	s := e.define(sandbox.Definition{Lifecycle: sandbox.Lifecycle{DestroyOnComplete: true}})
-	a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+	a := acting(func(ctx context.Context, h sandbox.Handle) {
 		writeFile(t, ctx, h, "/workspace/a.txt", "a")
-	}, events: textTurn("x")}}}
+	}, chattest.TextTurn("m", "x", agui.FinishStop))
 	opts := e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}))
 	opts.Debug = &chat.Debug{Categories: map[string]bool{
 		chat.CatRequest: false, chat.CatProvider: false, chat.CatOutput: false, chat.CatMiddleware: false,
@@ -727,7 +729,7 @@ func TestDebugSandboxCategory(t *testing.T) {
 
 	// With the sandbox category off, nothing is logged under it.
 	e2 := newEnv(t)
-	opts2 := e2.opts(&scripted{turns: []turn{{events: textTurn("x")}}}, sandbox.WithSandbox(e2.define(sandbox.Definition{}), sandbox.Options{}))
+	opts2 := e2.opts(chattest.NewAdapter(chattest.TextTurn("m", "x", agui.FinishStop)), sandbox.WithSandbox(e2.define(sandbox.Definition{}), sandbox.Options{}))
 	opts2.Debug = &chat.Debug{Logger: e2.log}
 	mustRun(t, opts2)
 	if n := len(e2.rec.Records()); n != 0 {
@@ -754,7 +756,7 @@ func TestTenantFromUserContextScopesTheSandbox(t *testing.T) {
 	s := e.define(sandbox.Definition{})
 	dirFor := func(uc any) string {
 		var dir string
-		a := &scripted{turns: []turn{{before: func(_ context.Context, h sandbox.Handle) { dir = hostDir(h) }, events: textTurn("x")}}}
+		a := acting(func(_ context.Context, h sandbox.Handle) { dir = hostDir(h) }, chattest.TextTurn("m", "x", agui.FinishStop))
 		opts := e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}))
 		opts.UserContext = uc
 		mustRun(t, opts)
@@ -776,7 +778,7 @@ func TestDisconnectRecordsDetachWhileRunContinues(t *testing.T) {
 	runs := durable.NewMemory(nil)
 	s := e.define(sandbox.Definition{})
 	disc := chat.NewRunDisconnect()
-	a := &scripted{turns: []turn{{before: func(context.Context, sandbox.Handle) { disc.Notify() }, events: textTurn("done")}}}
+	a := acting(func(context.Context, sandbox.Handle) { disc.Notify() }, chattest.TextTurn("m", "done", agui.FinishStop))
 	opts := e.opts(a, sandbox.WithSandbox(s, sandbox.Options{Runs: runs, Durability: &sandbox.Durability{}}))
 	opts.Disconnect = disc
 	evs := mustRun(t, opts)

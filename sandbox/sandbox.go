@@ -5,11 +5,29 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 )
 
 // DefaultRoot is the virtual workspace root every provider maps.
 const DefaultRoot = "/workspace"
+
+// RootRelative maps a virtual path to the path below the workspace root
+// that every provider gives it: DefaultRoot is "", DefaultRoot/x is x, any
+// other absolute path /x is re-rooted to x, and a relative path is kept. A
+// provider joins the result to its root and checks that the join stays
+// inside (a relative path may climb out with "..").
+func RootRelative(p string) string {
+	switch {
+	case p == DefaultRoot:
+		return ""
+	case strings.HasPrefix(p, DefaultRoot+"/"):
+		return p[len(DefaultRoot)+1:]
+	case strings.HasPrefix(p, "/"):
+		return p[1:]
+	}
+	return p
+}
 
 // Capabilities lists what a provider supports. Every provider sets every
 // flag; Exec is always true.

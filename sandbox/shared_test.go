@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 	"github.com/goai-sdk/goai/sandbox"
 )
 
@@ -125,13 +127,13 @@ func runConcurrently(t *testing.T, e *env, n int, s *sandbox.Sandbox, mws func(i
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+			a := acting(func(ctx context.Context, h sandbox.Handle) {
 				b.arrive(t)
 				during(i, h)
-			}, events: textTurn("done")}}}
+			}, chattest.TextTurn("m", "done", agui.FinishStop))
 			opts := e.opts(a, append([]*chat.Middleware{sandbox.WithSandbox(s, sandbox.Options{Watch: sandbox.WatchOptions{Mode: sandbox.WatchPoll, Interval: 20 * time.Millisecond}})}, mws(i)...)...)
 			opts.RunID = fmt.Sprintf("run-%d", i)
-			evs, err := collect(context.Background(), opts)
+			evs, err := chattest.Collect(t, opts)
 			if err != nil {
 				t.Errorf("run %d: %v", i, err)
 				return
@@ -195,14 +197,14 @@ func TestSharedWatcherTenRunsOneWatcher(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range runs {
 		wg.Go(func() {
-			a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+			a := acting(func(ctx context.Context, h sandbox.Handle) {
 				b.arrive(t)
 				during[i] = s.LiveWatchers()
 				b2.arrive(t)
-			}, events: textTurn("done")}}}
+			}, chattest.TextTurn("m", "done", agui.FinishStop))
 			opts := e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}))
 			opts.RunID = fmt.Sprintf("run-%d", i)
-			if _, err := collect(context.Background(), opts); err != nil {
+			if _, err := chattest.Collect(t, opts); err != nil {
 				t.Errorf("run %d: %v", i, err)
 			}
 		})
@@ -232,10 +234,10 @@ func TestFileEventsOffStartsNoWatcher(t *testing.T) {
 	cp := &countingProvider{Provider: e.provider}
 	s := e.define(sandbox.Definition{Provider: cp, FileEvents: sandbox.FileEventsOff})
 	var live int
-	a := &scripted{turns: []turn{{before: func(ctx context.Context, h sandbox.Handle) {
+	a := acting(func(ctx context.Context, h sandbox.Handle) {
 		writeFile(t, ctx, h, "/workspace/a.txt", "x\n")
 		live = s.LiveWatchers()
-	}, events: textTurn("done")}}}
+	}, chattest.TextTurn("m", "done", agui.FinishStop))
 	evs := mustRun(t, e.opts(a, sandbox.WithSandbox(s, sandbox.Options{Watch: sandbox.WatchOptions{Mode: sandbox.WatchPoll, Interval: time.Millisecond}})))
 	if cp.watches.Load() != 0 || cp.findPolls.Load() != 0 || live != 0 {
 		t.Fatalf("fileEvents off: %d native watches, %d find polls, %d live watchers", cp.watches.Load(), cp.findPolls.Load(), live)

@@ -47,50 +47,9 @@ func (h *Handler) guard(next http.Handler) http.Handler {
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				_ = h.recovered(v, "method", r.Method, "path", r.URL.Path)
-				if !sw.wrote {
-					writeError(sw, http.StatusInternalServerError, InternalCode, "internal server error")
-				}
-			}
-			h.metrics.request(sw.status())
-			// Never the query (it may carry ids), the token or the cookie.
-			h.cfg.Logger.Info("http request", "method", r.Method, "path", r.URL.Path, "status", sw.status(), "duration", time.Since(start).Round(time.Microsecond))
-		}()
-		if !h.hostAllowed(r.Host) {
-			writeError(sw, http.StatusMisdirectedRequest, "bad_host", fmt.Sprintf("this server does not answer for host %q", r.Host))
-			return
-		}
-		origin := r.Header.Get("Origin")
-		allowed := origin != "" && slices.Contains(h.cfg.AllowedOrigins, origin)
-		if allowed {
-			sw.Header().Set("Access-Control-Allow-Origin", origin)
-			sw.Header().Add("Vary", "Origin")
-		}
-		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			if !allowed {
-				writeError(sw, http.StatusForbidden, "cross_origin", "cross-origin requests from this origin are not allowed")
-				return
-			}
-			hd := sw.Header()
-			hd.Set("Access-Control-Allow-Methods", "GET, POST")
-			hd.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, X-Run-Id, Last-Event-ID, Accept")
-			hd.Set("Access-Control-Max-Age", "600")
-			sw.WriteHeader(http.StatusNoContent)
-			return
-		}
-		if err := cop.Check(r); err != nil {
-			writeError(sw, http.StatusForbidden, "cross_origin", "cross-origin request refused: "+err.Error())
-			return
-		}
-		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api/logout" && !isJSON(r.Header.Get("Content-Type")) {
-			writeError(sw, http.StatusUnsupportedMediaType, "unsupported_media_type", "POST bodies must be Content-Type: application/json")
+		defer h.endRequest(sw, r, time.Now())
+		if !h.admitRequest(sw, r, cop) {
 			return
 		}
 		var body *bodyTracker
@@ -107,6 +66,61 @@ func (h *Handler) guard(next http.Handler) http.Handler {
 			_ = http.NewResponseController(sw).SetReadDeadline(time.Now().Add(time.Second))
 		}
 	})
+}
+
+// endRequest, deferred by guard, recovers a handler's panic (answering
+// 500 if nothing was written) and logs and counts the request.
+func (h *Handler) endRequest(sw *statusWriter, r *http.Request, start time.Time) {
+	if v := recover(); v != nil {
+		if v == http.ErrAbortHandler {
+			panic(v)
+		}
+		_ = h.recovered(v, "method", r.Method, "path", r.URL.Path)
+		if !sw.wrote {
+			writeError(sw, http.StatusInternalServerError, InternalCode, "internal server error")
+		}
+	}
+	h.metrics.request(sw.status())
+	// Never the query (it may carry ids), the token or the cookie.
+	h.cfg.Logger.Info("http request", "method", r.Method, "path", r.URL.Path, "status", sw.status(), "duration", time.Since(start).Round(time.Microsecond))
+}
+
+// admitRequest applies guard's checks before the route: the Host, CORS
+// (answering a preflight itself), cross-origin protection and the
+// Content-Type of API POSTs. It reports whether the route may run; if
+// not, it has answered.
+func (h *Handler) admitRequest(w http.ResponseWriter, r *http.Request, cop *http.CrossOriginProtection) bool {
+	if !h.hostAllowed(r.Host) {
+		writeError(w, http.StatusMisdirectedRequest, "bad_host", fmt.Sprintf("this server does not answer for host %q", r.Host))
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	allowed := origin != "" && slices.Contains(h.cfg.AllowedOrigins, origin)
+	if allowed {
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Add("Vary", "Origin")
+	}
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		if !allowed {
+			writeError(w, http.StatusForbidden, "cross_origin", "cross-origin requests from this origin are not allowed")
+			return false
+		}
+		hd := w.Header()
+		hd.Set("Access-Control-Allow-Methods", "GET, POST")
+		hd.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, X-Run-Id, Last-Event-ID, Accept")
+		hd.Set("Access-Control-Max-Age", "600")
+		w.WriteHeader(http.StatusNoContent)
+		return false
+	}
+	if err := cop.Check(r); err != nil {
+		writeError(w, http.StatusForbidden, "cross_origin", "cross-origin request refused: "+err.Error())
+		return false
+	}
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api/logout" && !isJSON(r.Header.Get("Content-Type")) {
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "POST bodies must be Content-Type: application/json")
+		return false
+	}
+	return true
 }
 
 // bodyTracker notes whether a request body was read to its end.

@@ -540,20 +540,25 @@ func stream(ctx context.Context, client *http.Client, cfg config, url, joinURL, 
 			res.join = &j
 		}()
 	}
-	err = readSSE(resp.Body, func(e *event) {
-		if e.Type == "TEXT_MESSAGE_CONTENT" {
-			now := time.Now()
-			if !res.gotTTFT {
-				res.ttft, res.gotTTFT = now.Sub(t0), true
-			}
-			if e.Timestamp > 0 {
-				d := now.UnixMicro() - e.Timestamp*1000
-				*lat = append(*lat, int32(min(max(d, 0), math.MaxInt32)))
-			}
-		}
-		chk.add(e)
-	})
+	err = readSSE(resp.Body, func(e *event) { res.observe(e, t0, lat, chk) })
 	return finish(err)
+}
+
+// observe takes one event of a stream opened at t0: the time to its first
+// text, each text delta's delay since the server stamped it (into lat),
+// and the checker's look at it.
+func (res *result) observe(e *event, t0 time.Time, lat *[]int32, chk *checker) {
+	if e.Type == "TEXT_MESSAGE_CONTENT" {
+		now := time.Now()
+		if !res.gotTTFT {
+			res.ttft, res.gotTTFT = now.Sub(t0), true
+		}
+		if e.Timestamp > 0 {
+			d := now.UnixMicro() - e.Timestamp*1000
+			*lat = append(*lat, int32(min(max(d, 0), math.MaxInt32)))
+		}
+	}
+	chk.add(e)
 }
 
 // joinRun reads run runID from its start at url (GET ?runId=&offset=-1).
@@ -583,19 +588,7 @@ func joinRun(ctx context.Context, client *http.Client, cfg config, url, runID st
 		return finish(fmt.Errorf("join: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b)))
 	}
 	var local []int32
-	err = readSSE(resp.Body, func(e *event) {
-		if e.Type == "TEXT_MESSAGE_CONTENT" {
-			now := time.Now()
-			if !res.gotTTFT {
-				res.ttft, res.gotTTFT = now.Sub(t0), true
-			}
-			if e.Timestamp > 0 {
-				d := now.UnixMicro() - e.Timestamp*1000
-				local = append(local, int32(min(max(d, 0), math.MaxInt32)))
-			}
-		}
-		chk.add(e)
-	})
+	err = readSSE(resp.Body, func(e *event) { res.observe(e, t0, &local, chk) })
 	*lat = append(*lat, local...)
 	return finish(err)
 }

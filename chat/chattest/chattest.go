@@ -121,14 +121,7 @@ func User(text string) []agui.ModelMessage {
 // the stream, if any.
 func Collect(t testing.TB, opts chat.Options) ([]agui.Event, error) {
 	t.Helper()
-	var evs []agui.Event
-	for ev, err := range chat.Stream(context.Background(), opts) {
-		if err != nil {
-			return evs, err
-		}
-		evs = append(evs, ev)
-	}
-	return evs, nil
+	return CollectContext(context.Background(), t, opts)
 }
 
 // Types lists the events' types, space-separated: compact to compare and

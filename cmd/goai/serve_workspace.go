@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -210,6 +209,7 @@ func (a *agent) wrap(build func(*server.Request) (chat.Options, error)) func(*se
 		if err != nil {
 			return opts, err
 		}
+		a.recordBaseline(req.Input.ThreadID)
 		have := map[string]bool{}
 		for _, t := range opts.Tools {
 			have[t.Name] = true
@@ -328,7 +328,7 @@ func (a *agent) sandboxFor(threadID string) (*sandbox.Sandbox, error) {
 }
 
 // WorkspaceFile is one file of GET /api/workspace: a path that differs
-// from the baseline (HEAD) and its diff.
+// from the thread's baseline and its diff.
 type WorkspaceFile struct {
 	Path string `json:"path"`
 	// Status is "create", "change" or "delete".
@@ -366,69 +366,6 @@ func (a *agent) serveWorkspace(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	_ = json.NewEncoder(w).Encode(out)
-}
-
-// changedFiles lists the files of a thread's workspace that differ from
-// HEAD, with their diffs. A thread with no workspace yet has none.
-func (a *agent) changedFiles(ctx context.Context, threadID string) ([]WorkspaceFile, error) {
-	dir := a.shared
-	if dir == "" {
-		dir = filepath.Join(a.dataDir, "workspaces", threadDirName(threadID))
-		if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
-			return []WorkspaceFile{}, nil
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	git := func(args ...string) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir, "-c", "core.quotepath=off"}, args...)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() == 1 && args[0] == "diff" {
-			err = nil // diff --no-index exits 1 when the files differ
-		}
-		if err != nil {
-			return out, fmt.Errorf("git %s: %v: %s", args[0], err, bytes.TrimSpace(stderr.Bytes()))
-		}
-		return out, nil
-	}
-	status, err := git("status", "--porcelain=v1", "-z", "--untracked-files=all")
-	if err != nil {
-		return nil, err
-	}
-	files := []WorkspaceFile{}
-	for _, rec := range strings.Split(string(status), "\x00") {
-		if len(rec) < 4 || len(files) >= maxWorkspaceFiles {
-			continue
-		}
-		code, path := rec[:2], rec[3:]
-		f := WorkspaceFile{Path: "/workspace/" + path, Status: "change"}
-		var diff []byte
-		switch {
-		case code == "??":
-			f.Status = "create"
-			diff, err = git("diff", "--no-index", "--", "/dev/null", path)
-		case strings.Contains(code, "D"):
-			f.Status = "delete"
-			diff, err = git("diff", "HEAD", "--", path)
-		case strings.Contains(code, "R"):
-			continue // renames need -z pairs; the page shows them from live events
-		default:
-			diff, err = git("diff", "HEAD", "--", path)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(diff) > maxWorkspaceDiff {
-			diff = append(diff[:maxWorkspaceDiff:maxWorkspaceDiff], []byte("\n[diff cut at 64 KiB]\n")...)
-		}
-		f.Diff = string(diff)
-		files = append(files, f)
-	}
-	slices.SortFunc(files, func(x, y WorkspaceFile) int { return strings.Compare(x.Path, y.Path) })
-	return files, nil
 }
 
 // dataDirOf is where goai keeps its files: the directory of a SQLite store,

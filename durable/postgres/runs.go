@@ -136,14 +136,8 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 		if err != nil {
 			return err
 		}
-		if patch.IfEpoch > 0 {
-			var observed int64
-			if r.DriverEpoch != nil {
-				observed = *r.DriverEpoch
-			}
-			if observed != patch.IfEpoch {
-				return &durable.ClaimLostError{RunID: runID, Held: patch.IfEpoch, Observed: observed}
-			}
+		if err := patch.CheckEpoch(r); err != nil {
+			return err
 		}
 		patch.Apply(&r)
 		_, err = tx.Exec(ctx, `UPDATE goai_runs SET (`+runColumns+`) = `+values13+` WHERE run_id = $1`, runArgs(r)...)

@@ -19,34 +19,7 @@ func (s *Store) beatTx(tx *sql.Tx, runID string) error {
 
 // ClaimIf implements durable.Leaser.
 func (s *Store) ClaimIf(ctx context.Context, runID string, epoch int64) (durable.Claim, error) {
-	var c durable.Claim
-	if err := s.checkFile(); err != nil {
-		return c, err
-	}
-	err := s.exec(ctx, "", func(tx *sql.Tx) error {
-		r, ok, err := getTx(tx, runID)
-		switch {
-		case err != nil:
-			return err
-		case !ok:
-			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimUnknown}
-		case r.Status.Terminal():
-			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTerminal}
-		}
-		var cur int64
-		if r.DriverEpoch != nil {
-			cur = *r.DriverEpoch
-		}
-		if cur != epoch {
-			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTaken}
-		}
-		if _, err := tx.Exec(`UPDATE goai_runs SET driver_epoch = ? WHERE run_id = ?`, cur+1, runID); err != nil {
-			return fmt.Errorf("durable/sqlite: claim: %w", err)
-		}
-		c = durable.Claim{RunID: runID, Epoch: cur + 1}
-		return s.beatTx(tx, runID)
-	})
-	return c, err
+	return s.claim(ctx, runID, &epoch)
 }
 
 // Heartbeat implements durable.Leaser.

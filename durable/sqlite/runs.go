@@ -152,14 +152,8 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 		if err != nil || !ok {
 			return err
 		}
-		if patch.IfEpoch > 0 {
-			var observed int64
-			if r.DriverEpoch != nil {
-				observed = *r.DriverEpoch
-			}
-			if observed != patch.IfEpoch {
-				return &durable.ClaimLostError{RunID: runID, Held: patch.IfEpoch, Observed: observed}
-			}
+		if err := patch.CheckEpoch(r); err != nil {
+			return err
 		}
 		patch.Apply(&r)
 		return putTx(tx, r)
@@ -168,6 +162,13 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 
 // Claim implements durable.RunStore.
 func (s *Store) Claim(ctx context.Context, runID string) (durable.Claim, error) {
+	return s.claim(ctx, runID, nil)
+}
+
+// claim moves a live run's driver epoch one up in one transaction. With
+// ifEpoch (ClaimIf) the run must be at that epoch, and the claim is also
+// the run's first heartbeat.
+func (s *Store) claim(ctx context.Context, runID string, ifEpoch *int64) (durable.Claim, error) {
 	var c durable.Claim
 	if err := s.checkFile(); err != nil {
 		return c, err
@@ -182,15 +183,21 @@ func (s *Store) Claim(ctx context.Context, runID string) (durable.Claim, error) 
 		case r.Status.Terminal():
 			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTerminal}
 		}
-		epoch := int64(1)
+		var cur int64
 		if r.DriverEpoch != nil {
-			epoch = *r.DriverEpoch + 1
+			cur = *r.DriverEpoch
 		}
-		if _, err := tx.Exec(`UPDATE goai_runs SET driver_epoch = ? WHERE run_id = ?`, epoch, runID); err != nil {
+		if ifEpoch != nil && cur != *ifEpoch {
+			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTaken}
+		}
+		if _, err := tx.Exec(`UPDATE goai_runs SET driver_epoch = ? WHERE run_id = ?`, cur+1, runID); err != nil {
 			return fmt.Errorf("durable/sqlite: claim: %w", err)
 		}
-		c = durable.Claim{RunID: runID, Epoch: epoch}
-		return nil
+		c = durable.Claim{RunID: runID, Epoch: cur + 1}
+		if ifEpoch == nil {
+			return nil
+		}
+		return s.beatTx(tx, runID)
 	})
 	return c, err
 }

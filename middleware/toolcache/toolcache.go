@@ -31,7 +31,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/goai-sdk/goai/chat"
@@ -92,7 +91,7 @@ func New(opts Options) *chat.Middleware {
 		key:   opts.Key,
 		store: opts.Storage,
 		now:   opts.Now,
-		keys:  map[*chat.Context]map[string]lookup{},
+		calls: chat.NewCapability[lookups]("toolcache.lookups"),
 	}
 	if c.key == nil {
 		c.key = DefaultKey
@@ -103,18 +102,11 @@ func New(opts Options) *chat.Middleware {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	forget := func(ctx *chat.Context) {
-		c.mu.Lock()
-		delete(c.keys, ctx)
-		c.mu.Unlock()
-	}
 	return &chat.Middleware{
 		Name:             Name,
+		Setup:            func(ctx *chat.Context) error { c.calls.Provide(ctx, lookups{}); return nil },
 		OnBeforeToolCall: c.before,
 		OnAfterToolCall:  c.after,
-		OnFinish:         func(ctx *chat.Context, _ chat.FinishInfo) error { forget(ctx); return nil },
-		OnAbort:          func(ctx *chat.Context, _ chat.AbortInfo) error { forget(ctx); return nil },
-		OnError:          func(ctx *chat.Context, _ chat.ErrorInfo) error { forget(ctx); return nil },
 	}
 }
 
@@ -125,12 +117,14 @@ type cache struct {
 	store Storage
 	now   func() time.Time
 
-	// keys remembers, per run and tool call, the lookup made before the
-	// call, so the result is stored under the same key (and a hit is not
-	// stored again).
-	mu   sync.Mutex
-	keys map[*chat.Context]map[string]lookup
+	// calls is the run's lookups by tool call id: the lookup made before
+	// a call, so its result is stored under the same key (and a hit is not
+	// stored again). The engine never runs a run's tool hooks concurrently
+	// (chat.ToolRunner), so the map needs no lock.
+	calls *chat.Capability[lookups]
 }
+
+type lookups map[string]lookup
 
 type lookup struct {
 	key string
@@ -196,27 +190,15 @@ func (c *cache) after(ctx *chat.Context, info chat.AfterToolCallInfo) error {
 }
 
 func (c *cache) remember(ctx *chat.Context, callID string, l lookup) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.keys[ctx]
-	if m == nil {
-		m = map[string]lookup{}
-		c.keys[ctx] = m
+	if m, ok := c.calls.GetOptional(ctx); ok {
+		m[callID] = l
 	}
-	m[callID] = l
 }
 
 func (c *cache) recall(ctx *chat.Context, callID string) (lookup, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.keys[ctx]
+	m, _ := c.calls.GetOptional(ctx)
 	l, ok := m[callID]
-	if ok {
-		delete(m, callID)
-		if len(m) == 0 {
-			delete(c.keys, ctx)
-		}
-	}
+	delete(m, callID)
 	return l, ok
 }
 

@@ -131,13 +131,13 @@ func chatUserContent(c agui.Content) (any, error) {
 				parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]any{"url": wire.MediaValue(p.Source, "image/png")}})
 			}
 		case "audio":
-			if p.Source == nil {
-				continue
+			a, err := audioPart(p)
+			if err != nil {
+				return nil, err
 			}
-			if p.Source.Type == "url" {
-				return nil, &wire.ErrUnsupported{Msg: "openai: audio parts must be inline base64 data"}
+			if a != nil {
+				parts = append(parts, a)
 			}
-			parts = append(parts, map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": p.Source.Value, "format": audioFormat(p.Source.MimeType)}})
 		case "document":
 			if p.Source == nil {
 				continue

@@ -143,18 +143,30 @@ func responsesUserContent(c agui.Content) (any, error) {
 				parts = append(parts, map[string]any{"type": "input_file", "filename": fileName(p), "file_data": wire.DataURL(p.Source, "application/pdf")})
 			}
 		case "audio":
-			if p.Source == nil {
-				continue
+			a, err := audioPart(p)
+			if err != nil {
+				return nil, err
 			}
-			if p.Source.Type == "url" {
-				return nil, &wire.ErrUnsupported{Msg: "openai: audio parts must be inline base64 data"}
+			if a != nil {
+				parts = append(parts, a)
 			}
-			parts = append(parts, map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": p.Source.Value, "format": audioFormat(p.Source.MimeType)}})
 		default:
 			return nil, &wire.ErrUnsupported{Msg: "openai: unsupported content part " + p.Type}
 		}
 	}
 	return parts, nil
+}
+
+// audioPart is an audio part as both APIs take it (inline data only); nil
+// for a part without a source.
+func audioPart(p agui.ContentPart) (map[string]any, error) {
+	if p.Source == nil {
+		return nil, nil
+	}
+	if p.Source.Type == "url" {
+		return nil, &wire.ErrUnsupported{Msg: "openai: audio parts must be inline base64 data"}
+	}
+	return map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": p.Source.Value, "format": audioFormat(p.Source.MimeType)}}, nil
 }
 
 func fileName(p agui.ContentPart) string {

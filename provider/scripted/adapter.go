@@ -12,6 +12,7 @@ import (
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/internal/jsonlex"
+	"github.com/goai-sdk/goai/provider/internal/wire"
 )
 
 // Adapter replays a scenario's turns, one per ChatStream call, across every
@@ -176,13 +177,5 @@ func (a *Adapter) StructuredOutput(ctx context.Context, req *chat.Request, schem
 	if st.Raw != nil {
 		raw = *st.Raw
 	}
-	var data any
-	if err := json.Unmarshal([]byte(raw), &data); err != nil {
-		content := raw
-		if len(content) > 200 {
-			content = content[:200] + "..."
-		}
-		return nil, errors.New("Failed to parse structured output as JSON. Content: " + content)
-	}
-	return &chat.StructuredResult{Data: data, RawText: raw, Usage: st.Usage}, nil
+	return wire.ParseStructured(raw, st.Usage)
 }

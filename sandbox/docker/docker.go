@@ -411,15 +411,7 @@ func (h *Handle) isDestroyed() bool {
 // containerPath maps a virtual path to a container path inside the
 // workdir, lexically.
 func (h *Handle) containerPath(p string) (string, error) {
-	rel := p
-	switch {
-	case p == sandbox.DefaultRoot:
-		rel = ""
-	case strings.HasPrefix(p, sandbox.DefaultRoot+"/"):
-		rel = p[len(sandbox.DefaultRoot)+1:]
-	case strings.HasPrefix(p, "/"):
-		rel = p[1:]
-	}
+	rel := sandbox.RootRelative(p)
 	c := path.Join(h.root, rel)
 	if c != h.root && !strings.HasPrefix(c, strings.TrimSuffix(h.root, "/")+"/") {
 		return "", h.outside(p)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/chat/chattest"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/docker"
 	"github.com/goai-sdk/goai/sandbox/sandboxtest"
@@ -372,21 +373,15 @@ func TestWithSandboxToolWritesStreamFileEventsAndDiffs(t *testing.T) {
 		time.Sleep(1500 * time.Millisecond) // two poll intervals
 		return "ok", nil
 	})
-	a := &scripted{turns: [][]agui.Event{
-		toolTurn("call-1", "edit", `{}`),
-		textTurn("done"),
-	}}
-	var evs []agui.Event
-	for ev, err := range chat.Stream(context.Background(), chat.Options{
-		Adapter: a, Messages: []agui.ModelMessage{{Role: agui.RoleUser, Content: agui.Text("go")}},
+	a := chattest.NewAdapter(chattest.ToolTurn("call-1", "edit", `{}`), chattest.TextTurn("m", "done", agui.FinishStop))
+	evs, err := chattest.Collect(t, chat.Options{
+		Adapter: a, Messages: chattest.User("go"),
 		Middleware: []*chat.Middleware{sandbox.WithSandbox(s, sandbox.Options{})},
 		Tools:      []*chat.Tool{tool},
 		ThreadID:   "thread-docker", RunID: "run-1",
-	}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	files := map[string]string{}
 	diffs := map[string]string{}

@@ -21,15 +21,7 @@ import (
 // symlinks: with follow, every component is resolved; without, all but the
 // last (for Lstat, Remove and Rename, which act on a link itself).
 func (h *Handle) resolve(p string, follow bool) (string, error) {
-	rel := p
-	switch {
-	case p == sandbox.DefaultRoot:
-		rel = ""
-	case strings.HasPrefix(p, sandbox.DefaultRoot+"/"):
-		rel = p[len(sandbox.DefaultRoot)+1:]
-	case strings.HasPrefix(p, "/"):
-		rel = p[1:]
-	}
+	rel := sandbox.RootRelative(p)
 	host := filepath.Join(h.root, rel)
 	if !within(h.root, host) {
 		return "", h.outside(p)

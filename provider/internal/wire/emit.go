@@ -9,6 +9,7 @@ import (
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
+	"github.com/goai-sdk/goai/internal/emit"
 )
 
 // Emitter turns provider stream facts into adapter chunks that follow the
@@ -54,13 +55,7 @@ type Emitter struct {
 	// modelPending: the provider's model name is still to be learned.
 	modelPending bool
 
-	textOpen  bool
-	textID    string
-	lastText  string
-	reasonOn  bool
-	reasonID  string
-	stepID    string
-	reasonTxt []byte
+	blocks    emit.Lifecycle // text and reasoning
 	tools     []toolState
 	toolEnded bool
 }
@@ -73,18 +68,20 @@ type toolState struct {
 }
 
 // StepPlacement says where the closing thinking STEP_FINISHED goes.
-type StepPlacement uint8
+type StepPlacement = emit.StepPlacement
 
 // Placements.
 const (
-	StepAfterEnd  StepPlacement = iota // after REASONING_END (OpenAI)
-	StepBeforeEnd                      // before REASONING_MESSAGE_END (Anthropic)
-	StepIfSigned                       // only when signed, after REASONING_END (Gemini)
+	StepAfterEnd  = emit.StepAfterEnd  // after REASONING_END (OpenAI)
+	StepBeforeEnd = emit.StepBeforeEnd // before REASONING_MESSAGE_END (Anthropic)
+	StepIfSigned  = emit.StepIfSigned  // only when signed, after REASONING_END (Gemini)
 )
 
 // NewEmitter starts an emitter for one turn of req.
 func NewEmitter(yield func(agui.Event, error) bool, req *chat.Request, model string) *Emitter {
 	e := &Emitter{yield: yield, Model: model}
+	// NewID is looked up at each call: tests replace it.
+	e.blocks = emit.Lifecycle{Emit: e.emit, NewID: func(prefix string) string { return NewID(prefix) }}
 	if req != nil {
 		e.ThreadID = req.ThreadID
 		e.RunID = req.RunID
@@ -172,81 +169,36 @@ func (e *Emitter) SetModel(name string) {
 	}
 }
 
+// lifecycle is the text and reasoning lifecycle with the step options
+// the parser set.
+func (e *Emitter) lifecycle() *emit.Lifecycle {
+	e.blocks.Step, e.blocks.StepDeltas = e.FinalStep, e.StepDeltas
+	return &e.blocks
+}
+
+// alive is a call's result: false once the consumer stopped or the turn
+// ended.
+func (e *Emitter) alive(ok bool) bool { return ok && !e.Stopped() }
+
 // Text appends a text delta to message id ("" = the current or the turn's).
 func (e *Emitter) Text(id, delta string) bool {
-	if delta == "" {
-		return !e.Stopped()
+	l := e.lifecycle()
+	if id == "" && !l.TextOpen() {
+		id = e.MessageID
 	}
-	if e.reasonOn {
-		e.EndReasoning("")
-	}
-	if e.textOpen && id != "" && id != e.textID {
-		e.EndText()
-	}
-	if !e.textOpen {
-		if id == "" {
-			id = e.MessageID
-		}
-		if id == "" {
-			id = NewID("msg")
-		}
-		e.textID, e.textOpen, e.lastText = id, true, id
-		if !e.emit(agui.Event{Type: agui.TextMessageStart, MessageID: id, Role: agui.RoleAssistant}) {
-			return false
-		}
-	}
-	return e.emit(agui.Event{Type: agui.TextMessageContent, MessageID: e.textID, Delta: delta})
+	return e.alive(l.Text(id, delta))
 }
 
 // EndText closes the open text message, if any.
-func (e *Emitter) EndText() bool {
-	if !e.textOpen {
-		return !e.Stopped()
-	}
-	e.textOpen = false
-	return e.emit(agui.Event{Type: agui.TextMessageEnd, MessageID: e.textID})
-}
+func (e *Emitter) EndText() bool { return e.alive(e.lifecycle().EndText()) }
 
 // Reasoning appends a reasoning delta to block id ("" = generated).
 func (e *Emitter) Reasoning(id, delta string) bool {
-	if delta == "" {
-		return !e.Stopped()
-	}
-	if e.textOpen {
-		e.EndText()
-	}
-	if e.reasonOn && id != "" && id != e.reasonID {
-		e.EndReasoning("")
-	}
-	if !e.reasonOn {
-		if !e.openReasoning(id) {
-			return false
-		}
-	}
-	e.reasonTxt = append(e.reasonTxt, delta...)
-	if !e.emit(agui.Event{Type: agui.ReasoningMessageContent, MessageID: e.reasonID, Delta: delta}) {
-		return false
-	}
-	if e.StepDeltas {
-		return e.emit(agui.Event{Type: agui.StepFinished, StepName: e.stepID, StepID: e.stepID, Delta: delta, Content: string(e.reasonTxt)})
-	}
-	return true
-}
-
-func (e *Emitter) openReasoning(id string) bool {
-	if id == "" {
-		id = NewID("reasoning")
-	}
-	// The reasoning message and its thinking step have their own ids; the
-	// step opens inside the message, as the reference orders them.
-	e.reasonID, e.stepID, e.reasonOn, e.reasonTxt = id, NewID("step"), true, e.reasonTxt[:0]
-	return e.emit(agui.Event{Type: agui.ReasoningStart, MessageID: id}) &&
-		e.emit(agui.Event{Type: agui.ReasoningMessageStart, MessageID: id, Role: agui.RoleReasoning}) &&
-		e.emit(agui.Event{Type: agui.StepStarted, StepName: e.stepID, StepID: e.stepID, StepType: "thinking"})
+	return e.alive(e.lifecycle().Reasoning(id, delta))
 }
 
 // ReasoningOpen reports whether a reasoning block is open.
-func (e *Emitter) ReasoningOpen() bool { return e.reasonOn }
+func (e *Emitter) ReasoningOpen() bool { return e.blocks.ReasoningOpen() }
 
 // EndReasoning closes the open reasoning block with its signature (the
 // engine carries it back as thinking[].signature). With no block open and
@@ -258,43 +210,21 @@ func (e *Emitter) EndReasoning(signature string) bool {
 
 // EndReasoningID is EndReasoning naming the block for the content-less case.
 func (e *Emitter) EndReasoningID(id, signature string) bool {
-	if !e.reasonOn {
-		if signature == "" {
-			return !e.Stopped()
-		}
-		if e.textOpen {
-			e.EndText()
-		}
-		if id == "" {
-			id = NewID("reasoning")
-		}
-		return e.emit(agui.Event{Type: agui.StepStarted, StepName: id, StepID: id, StepType: "thinking"}) &&
-			e.emit(agui.Event{Type: agui.StepFinished, StepName: id, StepID: id, StepType: "thinking", Signature: signature})
+	l := e.lifecycle()
+	if l.ReasoningOpen() || signature == "" {
+		return e.alive(l.EndReasoning(signature))
 	}
-	e.reasonOn = false
-	id = e.reasonID
-	step := agui.Event{Type: agui.StepFinished, StepName: e.stepID, StepID: e.stepID, Signature: signature, Content: string(e.reasonTxt)}
-	if e.FinalStep == StepBeforeEnd && !e.emit(step) {
+	if !l.EndText() {
 		return false
 	}
-	if !e.emit(agui.Event{Type: agui.ReasoningMessageEnd, MessageID: id}) ||
-		!e.emit(agui.Event{Type: agui.ReasoningEnd, MessageID: id}) {
-		return false
+	if id == "" {
+		id = NewID("reasoning")
 	}
-	if e.FinalStep == StepAfterEnd || (e.FinalStep == StepIfSigned && signature != "") {
-		return e.emit(step)
-	}
-	return true
+	return e.emit(agui.Event{Type: agui.StepStarted, StepName: id, StepID: id, StepType: "thinking"}) &&
+		e.emit(agui.Event{Type: agui.StepFinished, StepName: id, StepID: id, StepType: "thinking", Signature: signature})
 }
 
-func (e *Emitter) closeOpen() {
-	if e.reasonOn {
-		e.EndReasoning("")
-	}
-	if e.textOpen {
-		e.EndText()
-	}
-}
+func (e *Emitter) closeOpen() { e.lifecycle().Close() }
 
 func (e *Emitter) tool(id string) *toolState {
 	for i := range e.tools {
@@ -316,7 +246,7 @@ func (e *Emitter) ToolStart(id, name string, index int, meta map[string]any) boo
 	}
 	e.closeOpen()
 	e.tools = append(e.tools, toolState{id: id, name: name})
-	parent := e.lastText
+	parent := e.blocks.LastTextID()
 	if parent == "" {
 		parent = e.MessageID
 	}

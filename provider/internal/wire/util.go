@@ -34,7 +34,12 @@ func Structured(ctx context.Context, a chat.Adapter, req *chat.Request, schema j
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	raw := b.String()
+	return ParseStructured(b.String(), usage)
+}
+
+// ParseStructured is the structured result whose text is raw; text that
+// is not JSON is an error quoting its first 200 bytes.
+func ParseStructured(raw string, usage *agui.TokenUsage) (*chat.StructuredResult, error) {
 	var data any
 	if err := json.Unmarshal([]byte(raw), &data); err != nil {
 		content := raw
