@@ -373,7 +373,7 @@ func (r *run) resolveGeneric(res []InterruptResolution, pending []pendingInterru
 	}
 	switch policy {
 	case ToolResumeStop:
-		r.earlyTermination = true
+		r.stopEarly()
 	case ToolResumeCancel:
 		for _, tc := range r.pendingFromMessages() {
 			r.cancelledIDs[tc.ID] = true

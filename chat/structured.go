@@ -159,14 +159,14 @@ func (r *run) harvestCombined() error {
 	s := r.so
 	if s.eventSource {
 		if !s.have {
-			r.finalizationError = &RunError{Message: "missing structured result", Code: CodeStructuredMissing}
+			r.fail(&RunError{Message: "missing structured result", Code: CodeStructuredMissing})
 		}
 	} else if len(r.accumulated) == 0 {
-		r.finalizationError = &RunError{Message: "missing structured result", Code: CodeStructuredMissing}
+		r.fail(&RunError{Message: "missing structured result", Code: CodeStructuredMissing})
 	} else {
 		var v any
 		if err := json.Unmarshal(r.accumulated, &v); err != nil {
-			r.finalizationError = &RunError{Message: parseFailedMessage(string(r.accumulated)), Code: CodeStructuredParse}
+			r.fail(&RunError{Message: parseFailedMessage(string(r.accumulated)), Code: CodeStructuredParse})
 		} else {
 			s.data, s.raw, s.have = s.normalize(v), string(r.accumulated), true
 		}
@@ -174,7 +174,7 @@ func (r *run) harvestCombined() error {
 	if err := r.ensureStructuredStart(); err != nil {
 		return err
 	}
-	if s.have && r.finalizationError == nil && !s.completeEmitted {
+	if s.have && r.failure == nil && !s.completeEmitted {
 		val := map[string]any{"object": s.data, "raw": s.raw}
 		if s.messageID != "" {
 			val["messageId"] = s.messageID
@@ -184,8 +184,8 @@ func (r *run) harvestCombined() error {
 			return err
 		}
 	}
-	if r.finalizationError != nil {
-		return r.pipe(agui.Event{Type: agui.RunError, Timestamp: now(), Message: r.finalizationError.Message, Code: r.finalizationError.Code})
+	if r.failure != nil {
+		return r.pipe(agui.Event{Type: agui.RunError, Timestamp: now(), Message: r.failure.Message, Code: r.failure.Code})
 	}
 	return nil
 }
@@ -270,27 +270,27 @@ func (r *run) structuredFinalization() error {
 			if msg == "" && chunk.Error != nil {
 				msg = chunk.Error.Message
 			}
-			r.finalizationError = &RunError{Message: msg, Code: code}
+			r.fail(&RunError{Message: msg, Code: code})
 			runErrorYielded = true
 		}
 		if err := r.pipe(chunk); err != nil {
 			return err
 		}
-		if r.finalizationError != nil {
+		if r.failure != nil {
 			break
 		}
 	}
 	if r.cancelled() {
 		return nil
 	}
-	if !s.have && r.finalizationError == nil {
-		r.finalizationError = &RunError{Message: "missing structured result", Code: CodeStructuredMissing}
+	if !s.have && r.failure == nil {
+		r.fail(&RunError{Message: "missing structured result", Code: CodeStructuredMissing})
 	}
-	if r.finalizationError != nil && !runErrorYielded {
+	if r.failure != nil && !runErrorYielded {
 		if err := r.ensureStructuredStart(); err != nil {
 			return err
 		}
-		return r.pipe(agui.Event{Type: agui.RunError, Timestamp: now(), Message: r.finalizationError.Message, Code: r.finalizationError.Code})
+		return r.pipe(agui.Event{Type: agui.RunError, Timestamp: now(), Message: r.failure.Message, Code: r.failure.Code})
 	}
 	return nil
 }

@@ -160,7 +160,7 @@ func (r *run) processToolCalls() error {
 		return err
 	}
 	r.mctx.Phase = PhaseAfterTools
-	if r.middlewareAborted || r.cancelled() {
+	if r.cancelled() { // an Abort cancels the run too
 		r.toolPhase = phaseStop
 		return nil
 	}
@@ -291,7 +291,7 @@ func (r *run) pendingToolCalls() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if r.middlewareAborted || r.cancelled() {
+	if r.cancelled() { // an Abort cancels the run too
 		r.toolPhase = phaseStop
 		return true, nil
 	}

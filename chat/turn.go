@@ -85,7 +85,7 @@ func (r *run) streamModelTurn() error {
 		if err := r.drainQueue(); err != nil {
 			return err
 		}
-		if r.earlyTermination {
+		if r.ending() {
 			break
 		}
 	}
@@ -177,23 +177,7 @@ func (r *run) handleRaw(c *agui.Event) {
 			}
 		}
 	case agui.RunError:
-		r.earlyTermination = true
-		if r.finalizationError == nil {
-			msg := c.Message
-			code := c.Code
-			if c.Error != nil {
-				if msg == "" {
-					msg = c.Error.Message
-				}
-				if code == "" {
-					code = c.Error.Code
-				}
-			}
-			if msg == "" {
-				msg = "Run failed"
-			}
-			r.finalizationError = &RunError{Message: msg, Code: code}
-		}
+		r.fail(modelRunError(c))
 	case agui.StepStarted:
 		r.finalizeThinking()
 	case agui.StepFinished:
@@ -209,6 +193,23 @@ func (r *run) handleRaw(c *agui.Event) {
 		}
 		r.thinkingSignature = c.EncryptedValue
 	}
+}
+
+// modelRunError is the error a run ends with when its model turn failed.
+func modelRunError(c *agui.Event) *RunError {
+	msg, code := c.Message, c.Code
+	if c.Error != nil {
+		if msg == "" {
+			msg = c.Error.Message
+		}
+		if code == "" {
+			code = c.Error.Code
+		}
+	}
+	if msg == "" {
+		msg = "Run failed"
+	}
+	return &RunError{Message: msg, Code: code}
 }
 
 func (r *run) recordStreamedError(id, content string) {
