@@ -3,7 +3,8 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,43 +78,108 @@ func (r *run) applyResume() error {
 	if len(r.resume) == 0 {
 		return nil
 	}
-	// Answers to generic interrupts (raised by middleware through
-	// OnInterruptBoundary) carry the interrupt's continuation metadata and
-	// go to OnInterruptResolution; the rest must answer the tool interrupts
-	// rebuilt from history.
-	var genericItems, toolItems []ResumeItem
-	for _, e := range r.resume {
-		if _, has := e.Metadata[continuationKey]; has || strings.HasPrefix(e.InterruptID, "interrupt-") {
-			genericItems = append(genericItems, e)
-			continue
-		}
-		toolItems = append(toolItems, e)
+	if r.opts.ParentRunID == "" {
+		return r.resumeWithoutParent()
 	}
-	parent := r.opts.ParentRunID
-	if parent == "" {
-		ids := make([]string, len(r.resume))
-		for i, e := range r.resume {
-			ids[i] = e.InterruptID
-		}
-		return &ResumeError{Errors: []InterruptError{{Scope: "batch", ThreadID: r.threadID, InterruptedRunID: r.runID(),
-			InterruptIDs: ids, Code: CodeStale, Message: "Interrupt continuation requires parentRunId to identify the interrupted run.",
-			Source: "server"}}}
-	}
+	genericItems, toolItems := splitResume(r.resume)
 	all := r.resume
-	r.resume = toolItems // validated below against the rebuilt tool interrupts
+	r.resume = toolItems // what the tool interrupts are rebuilt against
 	defer func() { r.resume = all }()
 	pending := r.pendingInterrupts()
-	item := func(id, code, msg string) InterruptError {
-		return InterruptError{Scope: "item", ThreadID: r.threadID, InterruptedRunID: parent, InterruptID: id, Code: code, Message: msg, Source: "client"}
-	}
-	groups := map[string][]InterruptError{}
-	generic, incompleteGeneric, err := r.checkGeneric(genericItems, parent, groups)
+	check := &resumeCheck{threadID: r.threadID, parent: r.opts.ParentRunID, groups: map[string][]InterruptError{}}
+	generic, err := r.checkGeneric(check, genericItems)
 	if err != nil {
 		return err
 	}
+	answers := check.toolAnswers(toolItems, pending)
+	if err := check.err(pending); err != nil {
+		return err
+	}
+	r.recordAnswers(pending, answers)
+	return r.resolveGeneric(generic, pending)
+}
+
+// splitResume separates answers to generic interrupts (raised by
+// middleware through OnInterruptBoundary: they carry the interrupt's
+// continuation metadata and go to OnInterruptResolution) from answers to
+// the tool interrupts rebuilt from history.
+func splitResume(items []ResumeItem) (generic, tool []ResumeItem) {
+	for _, e := range items {
+		if _, has := e.Metadata[continuationKey]; has || strings.HasPrefix(e.InterruptID, "interrupt-") {
+			generic = append(generic, e)
+			continue
+		}
+		tool = append(tool, e)
+	}
+	return generic, tool
+}
+
+// resumeWithoutParent rejects a batch that does not name the paused run.
+func (r *run) resumeWithoutParent() error {
+	ids := make([]string, len(r.resume))
+	for i, e := range r.resume {
+		ids[i] = e.InterruptID
+	}
+	return &ResumeError{Errors: []InterruptError{{Scope: "batch", ThreadID: r.threadID, InterruptedRunID: r.runID(),
+		InterruptIDs: ids, Code: CodeStale, Message: "Interrupt continuation requires parentRunId to identify the interrupted run.",
+		Source: "server"}}}
+}
+
+// resumeCheck gathers the problems of a resume batch by interrupt id.
+type resumeCheck struct {
+	threadID, parent string
+	groups           map[string][]InterruptError
+	incomplete       bool // an interrupt is unanswered, or an answer names none
+}
+
+func (c *resumeCheck) item(id, code, msg string) {
+	c.groups[id] = append(c.groups[id], InterruptError{Scope: "item", ThreadID: c.threadID, InterruptedRunID: c.parent,
+		InterruptID: id, Code: code, Message: msg, Source: "client"})
+}
+
+func (c *resumeCheck) unknown(id, msg string) {
+	c.incomplete = true
+	c.item(id, CodeUnknownInterrupt, msg)
+}
+
+// stale rejects the whole batch at once: it answers a run that is not the
+// one it claims.
+func (c *resumeCheck) stale(msg string) error {
+	return &ResumeError{Errors: []InterruptError{{Scope: "batch", ThreadID: c.threadID, InterruptedRunID: c.parent,
+		InterruptIDs: []string{}, Code: CodeStale, Message: msg, Source: "server"}}}
+}
+
+// err is the batch's rejection, nil when every answer is valid: the item
+// errors in interrupt id order, then the batch errors.
+func (c *resumeCheck) err(pending []pendingInterrupt) error {
+	if len(c.groups) == 0 {
+		return nil
+	}
+	var errs []InterruptError
+	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
+		errs = append(errs, c.groups[id]...)
+	}
+	ids := make([]string, len(pending))
+	for i, p := range pending {
+		ids[i] = p.id
+	}
+	batch := func(code, msg string) InterruptError {
+		return InterruptError{Scope: "batch", ThreadID: c.threadID, InterruptedRunID: c.parent, Code: code, Message: msg, Source: "client", InterruptIDs: ids}
+	}
+	if c.incomplete {
+		errs = append(errs, batch(CodeIncompleteBatch, "Resume entries must resolve or cancel the complete interrupt batch."))
+	}
+	errs = append(errs, batch(CodeItemValidation, "One or more interrupt resolutions are invalid."))
+	return &ResumeError{Errors: errs}
+}
+
+// toolAnswers indexes the answers to tool interrupts by interrupt id (the
+// first of duplicates) and checks them: duplicates, unanswered interrupts,
+// answers to no interrupt, and each answer against its interrupt.
+func (c *resumeCheck) toolAnswers(items []ResumeItem, pending []pendingInterrupt) map[string]ResumeItem {
 	byID := map[string]ResumeItem{}
 	counts := map[string]int{}
-	for _, e := range r.resume {
+	for _, e := range items {
 		counts[e.InterruptID]++
 		if _, ok := byID[e.InterruptID]; !ok {
 			byID[e.InterruptID] = e
@@ -121,111 +187,101 @@ func (r *run) applyResume() error {
 	}
 	for id, n := range counts {
 		if n > 1 {
-			groups[id] = append(groups[id], item(id, CodeConflict, fmt.Sprintf("Interrupt %s has duplicate resume entries.", id)))
+			c.item(id, CodeConflict, fmt.Sprintf("Interrupt %s has duplicate resume entries.", id))
 		}
 	}
-	incomplete := incompleteGeneric
-	pendingIDs := make([]string, len(pending))
 	known := map[string]bool{}
-	for i, p := range pending {
-		pendingIDs[i] = p.id
-		known[p.id] = true
-		entry, ok := byID[p.id]
-		if !ok {
-			incomplete = true
-			groups[p.id] = append(groups[p.id], item(p.id, CodeUnknownInterrupt, fmt.Sprintf("Missing resume entry for interrupt %s.", p.id)))
-			continue
-		}
-		if entry.Status != agui.ResumeResolved && entry.Status != agui.ResumeCancelled {
-			groups[p.id] = append(groups[p.id], item(p.id, CodeInvalidPayload, fmt.Sprintf("Interrupt %s has invalid status %s.", p.id, entry.Status)))
-			continue
-		}
-		if entry.Status == agui.ResumeCancelled {
-			if len(entry.Payload) > 0 {
-				groups[p.id] = append(groups[p.id], item(p.id, CodeInvalidPayload, fmt.Sprintf("Cancelled interrupt %s must not include a payload.", p.id)))
-			}
-			continue
-		}
-		if !p.approval {
-			if len(p.tool.OutputSchema) > 0 {
-				if err := validateJSON(p.tool.OutputSchema, entry.Payload); err != nil {
-					groups[p.id] = append(groups[p.id], item(p.id, CodeInvalidToolOutput, fmt.Sprintf("Tool %s output is invalid: %v", p.tool.Name, err)))
-				}
-			}
-			continue
-		}
-		approved, envelope, ok := readApproval(entry.Payload)
-		if !ok {
-			groups[p.id] = append(groups[p.id], item(p.id, CodeInvalidPayload, fmt.Sprintf("Approval %s must be a boolean or decision envelope.", p.id)))
-			continue
-		}
-		if envelope != nil {
-			for k := range envelope {
-				if k != "approved" && k != "editedArgs" && k != "payload" {
-					groups[p.id] = append(groups[p.id], item(p.id, CodeInvalidPayload, fmt.Sprintf("Approval %s envelope is invalid: unexpected key %q", p.id, k)))
-				}
-			}
-			if ea, has := envelope["editedArgs"]; has && approved {
-				switch {
-				case len(p.tool.InputSchema) == 0:
-					groups[p.id] = append(groups[p.id], item(p.id, CodeInvalidEditedArgs, fmt.Sprintf("Approval %s cannot edit arguments without an input schema.", p.id)))
-				default:
-					if err := p.tool.validate(ea); err != nil {
-						groups[p.id] = append(groups[p.id], item(p.id, CodeInvalidEditedArgs, fmt.Sprintf("Approval %s edited arguments are invalid: %v", p.id, err)))
-					}
-				}
-			}
-		}
-	}
-	for _, e := range r.resume {
-		if !known[e.InterruptID] {
-			incomplete = true
-			groups[e.InterruptID] = append(groups[e.InterruptID], item(e.InterruptID, CodeUnknownInterrupt, fmt.Sprintf("Resume entry references unknown interrupt %s.", e.InterruptID)))
-		}
-	}
-	var errs []InterruptError
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		errs = append(errs, groups[k]...)
-	}
-	batch := func(code, msg string) InterruptError {
-		return InterruptError{Scope: "batch", ThreadID: r.threadID, InterruptedRunID: parent, Code: code, Message: msg, Source: "client", InterruptIDs: pendingIDs}
-	}
-	if len(errs) > 0 {
-		if incomplete {
-			errs = append(errs, batch(CodeIncompleteBatch, "Resume entries must resolve or cancel the complete interrupt batch."))
-		}
-		errs = append(errs, batch(CodeItemValidation, "One or more interrupt resolutions are invalid."))
-		return &ResumeError{Errors: errs}
-	}
 	for _, p := range pending {
-		entry := byID[p.id]
-		if entry.Status == agui.ResumeCancelled {
-			r.cancelledIDs[p.callID] = true
-			continue
+		known[p.id] = true
+		if entry, ok := byID[p.id]; ok {
+			c.toolAnswer(p, entry)
+		} else {
+			c.unknown(p.id, fmt.Sprintf("Missing resume entry for interrupt %s.", p.id))
 		}
-		if !p.approval {
+	}
+	for _, e := range items {
+		if !known[e.InterruptID] {
+			c.unknown(e.InterruptID, fmt.Sprintf("Resume entry references unknown interrupt %s.", e.InterruptID))
+		}
+	}
+	return byID
+}
+
+// toolAnswer checks one answer against its tool interrupt.
+func (c *resumeCheck) toolAnswer(p pendingInterrupt, entry ResumeItem) {
+	switch {
+	case entry.Status == agui.ResumeCancelled:
+		if len(entry.Payload) > 0 {
+			c.item(p.id, CodeInvalidPayload, fmt.Sprintf("Cancelled interrupt %s must not include a payload.", p.id))
+		}
+	case entry.Status != agui.ResumeResolved:
+		c.item(p.id, CodeInvalidPayload, fmt.Sprintf("Interrupt %s has invalid status %s.", p.id, entry.Status))
+	case !p.approval:
+		if len(p.tool.OutputSchema) > 0 {
+			if err := validateJSON(p.tool.OutputSchema, entry.Payload); err != nil {
+				c.item(p.id, CodeInvalidToolOutput, fmt.Sprintf("Tool %s output is invalid: %v", p.tool.Name, err))
+			}
+		}
+	default:
+		c.approval(p, entry.Payload)
+	}
+}
+
+// approval checks an approval decision: a boolean, or an envelope whose
+// edited arguments must fit the tool's input schema.
+func (c *resumeCheck) approval(p pendingInterrupt, payload json.RawMessage) {
+	approved, envelope, ok := readApproval(payload)
+	if !ok {
+		c.item(p.id, CodeInvalidPayload, fmt.Sprintf("Approval %s must be a boolean or decision envelope.", p.id))
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(envelope)) {
+		if k != "approved" && k != "editedArgs" && k != "payload" {
+			c.item(p.id, CodeInvalidPayload, fmt.Sprintf("Approval %s envelope is invalid: unexpected key %q", p.id, k))
+		}
+	}
+	edited, has := envelope["editedArgs"]
+	switch {
+	case !has || !approved:
+	case len(p.tool.InputSchema) == 0:
+		c.item(p.id, CodeInvalidEditedArgs, fmt.Sprintf("Approval %s cannot edit arguments without an input schema.", p.id))
+	default:
+		if err := p.tool.validate(edited); err != nil {
+			c.item(p.id, CodeInvalidEditedArgs, fmt.Sprintf("Approval %s edited arguments are invalid: %v", p.id, err))
+		}
+	}
+}
+
+// recordAnswers turns a valid batch into the run's approvals, client
+// results and cancellations.
+func (r *run) recordAnswers(pending []pendingInterrupt, answers map[string]ResumeItem) {
+	for _, p := range pending {
+		entry := answers[p.id]
+		switch {
+		case entry.Status == agui.ResumeCancelled:
+			r.cancelledIDs[p.callID] = true
+		case !p.approval:
 			r.clientResults[p.callID] = entry.Payload
 			if p.needsApproval {
 				r.approvals[p.callID] = approvalDecision{approved: true}
 			}
-			continue
+		default:
+			r.approvals[p.callID] = decisionOf(entry.Payload)
 		}
-		approved, envelope, _ := readApproval(entry.Payload)
-		d := approvalDecision{approved: approved}
-		if envelope != nil {
-			if approved {
-				d.editedArgs = envelope["editedArgs"]
-			}
-			d.payload = envelope["payload"]
-		}
-		r.approvals[p.callID] = d
 	}
-	return r.resolveGeneric(generic, pending)
+}
+
+// decisionOf reads a validated approval payload.
+func decisionOf(payload json.RawMessage) approvalDecision {
+	approved, envelope, _ := readApproval(payload)
+	d := approvalDecision{approved: approved}
+	if envelope != nil {
+		if approved {
+			d.editedArgs = envelope["editedArgs"]
+		}
+		d.payload = envelope["payload"]
+	}
+	return d
 }
 
 // continuation is what a client echoes from a generic interrupt so the
@@ -261,82 +317,98 @@ func Continuation(it agui.Interrupt) map[string]any {
 }
 
 // checkGeneric validates answers to generic interrupts against the
-// registered definitions. Structural problems fail the whole batch at once
-// (stale); answer problems are item errors added to groups.
-func (r *run) checkGeneric(items []ResumeItem, parent string, groups map[string][]InterruptError) ([]InterruptResolution, bool, error) {
-	stale := func(msg string) error {
-		return &ResumeError{Errors: []InterruptError{{Scope: "batch", ThreadID: r.threadID, InterruptedRunID: parent,
-			InterruptIDs: []string{}, Code: CodeStale, Message: msg, Source: "server"}}}
-	}
-	item := func(id, code, msg string) {
-		groups[id] = append(groups[id], InterruptError{Scope: "item", ThreadID: r.threadID, InterruptedRunID: parent,
-			InterruptID: id, Code: code, Message: msg, Source: "client"})
-	}
+// registered definitions. A structural problem rejects the whole batch at
+// once (stale); an answer's problem is an item error in check.
+func (r *run) checkGeneric(check *resumeCheck, items []ResumeItem) ([]InterruptResolution, error) {
 	var out []InterruptResolution
-	incomplete := false
-	ids, batch := map[string]bool{}, map[int]bool{}
+	seen := genericSeen{ids: map[string]bool{}, batch: map[int]bool{}}
 	for _, e := range items {
-		raw, has := e.Metadata[continuationKey]
-		if !has {
-			incomplete = true
-			item(e.InterruptID, CodeUnknownInterrupt, fmt.Sprintf("Resume entry references unknown interrupt %s.", e.InterruptID))
+		if _, has := e.Metadata[continuationKey]; !has {
+			check.unknown(e.InterruptID, fmt.Sprintf("Resume entry references unknown interrupt %s.", e.InterruptID))
 			continue
 		}
-		var c continuation
-		b, _ := marshalCompact(raw)
-		if json.Unmarshal(b, &c) != nil || c.V != 1 || c.BatchIndex < 0 {
-			return nil, false, stale("Generic interrupt continuation contains invalid fields.")
+		c, def, err := r.genericContinuation(check, e, seen)
+		if err != nil {
+			return nil, err
 		}
-		def, ok := r.interruptDefs[c.DefinitionID]
-		if !ok {
-			return nil, false, stale(fmt.Sprintf("Generic interrupt definition %s is unavailable.", c.DefinitionID))
+		if check.genericAnswer(e, c, def) {
+			out = append(out, InterruptResolution{InterruptID: e.InterruptID, Definition: c.DefinitionID, Key: c.Key,
+				Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
 		}
-		if ids[e.InterruptID] || batch[c.BatchIndex] {
-			return nil, false, stale("Generic interrupt continuation contains duplicate entries.")
-		}
-		ids[e.InterruptID], batch[c.BatchIndex] = true, true
-		var want, wantPayload string
-		if def.ResponseSchema != nil {
-			want = hashValue(def.ResponseSchema)
-		}
-		if def.PayloadSchema != nil {
-			wantPayload = hashValue(def.PayloadSchema)
-		}
-		if c.ResponseSchemaHash != want || c.PayloadSchemaHash != wantPayload {
-			return nil, false, stale(fmt.Sprintf("Generic interrupt continuation %s does not match its definition.", e.InterruptID))
-		}
-		if c.ExpiresAt != "" {
-			t, err := time.Parse(time.RFC3339Nano, c.ExpiresAt)
-			switch {
-			case err != nil:
-				item(e.InterruptID, CodeInvalidPayload, fmt.Sprintf("Interrupt %s has an invalid expiresAt.", e.InterruptID))
-				continue
-			case !t.After(time.Now()):
-				item(e.InterruptID, CodeExpired, fmt.Sprintf("Interrupt %s has expired.", e.InterruptID))
-				continue
-			}
-		}
-		switch e.Status {
-		case agui.ResumeCancelled:
-			if len(e.Payload) > 0 {
-				item(e.InterruptID, CodeInvalidPayload, fmt.Sprintf("Cancelled interrupt %s must not include a payload.", e.InterruptID))
-				continue
-			}
-		case agui.ResumeResolved:
-			if def.ResponseSchema != nil {
-				if err := validateJSON(def.ResponseSchema, e.Payload); err != nil {
-					item(e.InterruptID, CodeInvalidPayload, fmt.Sprintf("Interrupt %s payload is invalid: %v", e.InterruptID, err))
-					continue
-				}
-			}
-		default:
-			item(e.InterruptID, CodeInvalidPayload, fmt.Sprintf("Interrupt %s has invalid status %s.", e.InterruptID, e.Status))
-			continue
-		}
-		out = append(out, InterruptResolution{InterruptID: e.InterruptID, Definition: c.DefinitionID, Key: c.Key,
-			Status: e.Status, Payload: e.Payload, Metadata: e.Metadata})
 	}
-	return out, incomplete, nil
+	return out, nil
+}
+
+// genericSeen is what a batch's generic answers claimed so far.
+type genericSeen struct {
+	ids   map[string]bool
+	batch map[int]bool
+}
+
+// genericContinuation decodes the continuation an answer echoes and checks
+// it still matches its definition; any mismatch makes the batch stale.
+func (r *run) genericContinuation(check *resumeCheck, e ResumeItem, seen genericSeen) (continuation, InterruptDefinition, error) {
+	var c continuation
+	b, _ := marshalCompact(e.Metadata[continuationKey])
+	if json.Unmarshal(b, &c) != nil || c.V != 1 || c.BatchIndex < 0 {
+		return c, InterruptDefinition{}, check.stale("Generic interrupt continuation contains invalid fields.")
+	}
+	def, ok := r.interruptDefs[c.DefinitionID]
+	if !ok {
+		return c, def, check.stale(fmt.Sprintf("Generic interrupt definition %s is unavailable.", c.DefinitionID))
+	}
+	if seen.ids[e.InterruptID] || seen.batch[c.BatchIndex] {
+		return c, def, check.stale("Generic interrupt continuation contains duplicate entries.")
+	}
+	seen.ids[e.InterruptID], seen.batch[c.BatchIndex] = true, true
+	if c.ResponseSchemaHash != schemaHash(def.ResponseSchema) || c.PayloadSchemaHash != schemaHash(def.PayloadSchema) {
+		return c, def, check.stale(fmt.Sprintf("Generic interrupt continuation %s does not match its definition.", e.InterruptID))
+	}
+	return c, def, nil
+}
+
+// schemaHash is the hash a binding records for a definition's schema, ""
+// for none.
+func schemaHash(schema json.RawMessage) string {
+	if schema == nil {
+		return ""
+	}
+	return hashValue(schema)
+}
+
+// genericAnswer checks an answer to a generic interrupt: not expired, a
+// known status, and a payload that fits the response schema.
+func (c *resumeCheck) genericAnswer(e ResumeItem, cont continuation, def InterruptDefinition) bool {
+	id := e.InterruptID
+	if cont.ExpiresAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, cont.ExpiresAt)
+		switch {
+		case err != nil:
+			c.item(id, CodeInvalidPayload, fmt.Sprintf("Interrupt %s has an invalid expiresAt.", id))
+			return false
+		case !t.After(time.Now()):
+			c.item(id, CodeExpired, fmt.Sprintf("Interrupt %s has expired.", id))
+			return false
+		}
+	}
+	switch e.Status {
+	case agui.ResumeCancelled:
+		if len(e.Payload) > 0 {
+			c.item(id, CodeInvalidPayload, fmt.Sprintf("Cancelled interrupt %s must not include a payload.", id))
+			return false
+		}
+	case agui.ResumeResolved:
+		if def.ResponseSchema != nil {
+			if err := validateJSON(def.ResponseSchema, e.Payload); err != nil {
+				c.item(id, CodeInvalidPayload, fmt.Sprintf("Interrupt %s payload is invalid: %v", id, err))
+				return false
+			}
+		}
+	default:
+		c.item(id, CodeInvalidPayload, fmt.Sprintf("Interrupt %s has invalid status %s.", id, e.Status))
+		return false
+	}
+	return true
 }
 
 // resolveGeneric hands generic resolutions to OnInterruptResolution; the
