@@ -543,6 +543,15 @@ type resumeState struct {
 	deniedResults map[string]any
 }
 
+func newResumeState() resumeState {
+	return resumeState{
+		approvals:     map[string]approvalDecision{},
+		clientResults: map[string]json.RawMessage{},
+		cancelledIDs:  map[string]bool{},
+		deniedResults: map[string]any{},
+	}
+}
+
 type approvalDecision struct {
 	approved   bool
 	editedArgs json.RawMessage

@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -161,49 +160,15 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 	if r.threadID == "" {
 		r.threadID = newID("thread")
 	}
-	r.mws = opts.Middleware
-	for _, m := range r.mws {
-		if m.OnChunk != nil {
-			r.chunkMws = append(r.chunkMws, m)
-		}
-	}
-	r.hookCopy = make([]hookChunk, len(r.chunkMws))
-	r.messages = append([]agui.ModelMessage(nil), opts.Messages...)
-	r.systemPrompts = append([]SystemPrompt(nil), opts.SystemPrompts...)
-	r.tools = append([]*Tool(nil), opts.Tools...)
-	if r.lazy = newLazyManager(r.tools, opts.Messages, opts.LazyTools); r.lazy != nil {
-		r.tools = r.lazy.active()
-	}
-	r.modelOptions = opts.ModelOptions
-	r.metadata = opts.Metadata
-	r.resume = opts.Resume
+	r.useMiddleware(opts.Middleware)
+	r.takeConversation(opts)
 	r.toolPhase = phaseContinue
 	r.countedCalls = map[string]bool{}
 	r.streamedToolErrors = map[string]ToolResult{}
 	r.caps = map[CapabilityKey]any{}
 	r.queueSig = make(chan struct{}, 1)
-	r.approvals = map[string]approvalDecision{}
-	r.clientResults = map[string]json.RawMessage{}
-	r.cancelledIDs = map[string]bool{}
-	r.deniedResults = map[string]any{}
-	runID := opts.RunID
-	if runID == "" {
-		runID = r.requestID
-	}
-	r.mctx = &Context{
-		ctx:          r.runCtx,
-		RequestID:    r.requestID,
-		StreamID:     newID("stream"),
-		RunID:        runID,
-		ParentRunID:  opts.ParentRunID,
-		ThreadID:     r.threadID,
-		Phase:        PhaseInit,
-		Provider:     opts.Adapter.Name(),
-		Model:        opts.Adapter.Model(),
-		MessageCount: len(opts.Messages),
-		UserContext:  opts.UserContext,
-		run:          r,
-	}
+	r.resumeState = newResumeState()
+	r.mctx = r.newContext(opts)
 	r.syncContext()
 	r.mctx.Metadata = opts.Metadata
 	// The empty id is the ad-hoc definition: no schemas to check.
@@ -219,6 +184,53 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 	r.disconnect.attach(context.WithoutCancel(r.runCtx), r.log)
 	r.provideRuntime()
 	return r
+}
+
+// useMiddleware takes the run's middleware, noting which see chunks.
+func (r *run) useMiddleware(mws []*Middleware) {
+	r.mws = mws
+	for _, m := range mws {
+		if m.OnChunk != nil {
+			r.chunkMws = append(r.chunkMws, m)
+		}
+	}
+	r.hookCopy = make([]hookChunk, len(r.chunkMws))
+}
+
+// takeConversation copies what the run may change (history, prompts,
+// tools) and takes the rest of the request as given.
+func (r *run) takeConversation(opts *Options) {
+	r.messages = append([]agui.ModelMessage(nil), opts.Messages...)
+	r.systemPrompts = append([]SystemPrompt(nil), opts.SystemPrompts...)
+	r.tools = append([]*Tool(nil), opts.Tools...)
+	if r.lazy = newLazyManager(r.tools, opts.Messages, opts.LazyTools); r.lazy != nil {
+		r.tools = r.lazy.active()
+	}
+	r.modelOptions = opts.ModelOptions
+	r.metadata = opts.Metadata
+	r.resume = opts.Resume
+}
+
+// newContext is the middleware's view of the run.
+func (r *run) newContext(opts *Options) *Context {
+	runID := opts.RunID
+	if runID == "" {
+		runID = r.requestID
+	}
+	return &Context{
+		ctx:          r.runCtx,
+		RequestID:    r.requestID,
+		StreamID:     newID("stream"),
+		RunID:        runID,
+		ParentRunID:  opts.ParentRunID,
+		ThreadID:     r.threadID,
+		Phase:        PhaseInit,
+		Provider:     opts.Adapter.Name(),
+		Model:        opts.Adapter.Model(),
+		MessageCount: len(opts.Messages),
+		UserContext:  opts.UserContext,
+		run:          r,
+	}
 }
 
 func (r *run) syncContext() {

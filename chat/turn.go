@@ -149,33 +149,13 @@ func (r *run) handleRaw(c *agui.Event) {
 	case agui.ToolCallArgs:
 		r.calls.args(c)
 	case agui.ToolCallEnd:
-		r.calls.end(c)
-		state := c.State
-		if state == "" {
-			if ts := c.TanstackMeta(); ts != nil {
-				state, _ = ts["state"].(string)
-			}
-		}
-		if state == "output-error" && c.Result != nil {
-			r.recordStreamedError(c.ToolCallID, resultContentString(c.Result))
-		}
+		r.endToolCall(c)
 	case agui.ToolCallResult:
 		if ts := c.TanstackMeta(); ts != nil && ts["state"] == "output-error" {
 			r.recordStreamedError(c.ToolCallID, c.Content)
 		}
 	case agui.RunFinished:
-		cp := *c
-		r.finished = &cp
-		switch fr := c.FinishReason; fr {
-		case agui.FinishStop, agui.FinishLength, agui.FinishContentFilter, agui.FinishToolCalls:
-			r.lastFinishReason = fr
-		default:
-			if _, isNull := c.Extra["finishReason"]; isNull {
-				r.lastFinishReason = ""
-			} else {
-				r.lastFinishReason = c.FinishReasonValue()
-			}
-		}
+		r.noteFinished(c)
 	case agui.RunError:
 		r.fail(modelRunError(c))
 	case agui.StepStarted:
@@ -192,6 +172,38 @@ func (r *run) handleRaw(c *agui.Event) {
 			return
 		}
 		r.thinkingSignature = c.EncryptedValue
+	}
+}
+
+// endToolCall completes a streamed call; one the adapter reports failed
+// (it ran where the adapter runs it) is answered with that outcome.
+func (r *run) endToolCall(c *agui.Event) {
+	r.calls.end(c)
+	state := c.State
+	if state == "" {
+		if ts := c.TanstackMeta(); ts != nil {
+			state, _ = ts["state"].(string)
+		}
+	}
+	if state == "output-error" && c.Result != nil {
+		r.recordStreamedError(c.ToolCallID, resultContentString(c.Result))
+	}
+}
+
+// noteFinished keeps the turn's RUN_FINISHED and its finish reason; an
+// explicit null reason clears it.
+func (r *run) noteFinished(c *agui.Event) {
+	cp := *c
+	r.finished = &cp
+	switch fr := c.FinishReason; fr {
+	case agui.FinishStop, agui.FinishLength, agui.FinishContentFilter, agui.FinishToolCalls:
+		r.lastFinishReason = fr
+	default:
+		if _, isNull := c.Extra["finishReason"]; isNull {
+			r.lastFinishReason = ""
+		} else {
+			r.lastFinishReason = c.FinishReasonValue()
+		}
 	}
 }
 
