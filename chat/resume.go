@@ -81,10 +81,7 @@ func (r *run) applyResume() error {
 		return r.resumeWithoutParent()
 	}
 	genericItems, toolItems := splitResume(r.resume)
-	all := r.resume
-	r.resume = toolItems // what the tool interrupts are rebuilt against
-	defer func() { r.resume = all }()
-	pending := r.pendingInterrupts()
+	pending := r.pendingInterrupts(toolItems)
 	check := &resumeCheck{threadID: r.threadID, parent: r.opts.ParentRunID, groups: map[string][]InterruptError{}}
 	generic, err := r.checkGeneric(check, genericItems)
 	if err != nil {
@@ -296,16 +293,17 @@ func readApproval(payload json.RawMessage) (approved bool, envelope map[string]j
 	return approved, envelope, true
 }
 
-// pendingInterrupts rebuilds the parent run's tool interrupts from history:
-// approvals first, then client tool executions, in history order.
-func (r *run) pendingInterrupts() []pendingInterrupt {
+// pendingInterrupts rebuilds the parent run's tool interrupts from history
+// (the unanswered calls, and any call one of answers names): approvals
+// first, then client tool executions, in history order.
+func (r *run) pendingInterrupts(answers []ResumeItem) []pendingInterrupt {
 	calls := r.pendingFromMessages()
 	have := map[string]bool{}
 	for _, c := range calls {
 		have[c.ID] = true
 	}
 	resumeIDs := map[string]bool{}
-	for _, e := range r.resume {
+	for _, e := range answers {
 		resumeIDs[e.InterruptID] = true
 		var callID string
 		if id, ok := strings.CutPrefix(e.InterruptID, "client_tool_"); ok {
