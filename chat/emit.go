@@ -13,17 +13,17 @@ func (r *run) emit(ev agui.Event) {
 		*r.held = append(*r.held, ev)
 		return
 	}
-	if r.stopped {
+	if r.consumer == consumerGone {
 		return
 	}
 	if r.log.Enabled(CatOutput) {
 		r.log.Log(CatOutput, "type="+string(ev.Type))
 	}
-	r.yielding = true
+	r.consumer = consumerInBody
 	ok := r.yield(ev, nil)
-	r.yielding = false
+	r.consumer = consumerWaiting
 	if !ok {
-		r.stopped = true
+		r.consumer = consumerGone
 		r.cancel(errConsumerGone)
 		return
 	}
@@ -76,7 +76,7 @@ func (r *run) emitPublic(ev *agui.Event, modelTurn bool) {
 }
 
 func (r *run) emitNormalized(n agui.Event, modelTurn bool) {
-	if modelTurn && r.so != nil && !r.so.combined && (n.Type == agui.RunFinished || n.Type == agui.RunStarted && (r.tanstack || r.hasPublicRunStarted)) {
+	if modelTurn && r.so != nil && !r.so.combined && (n.Type == agui.RunFinished || n.Type == agui.RunStarted && (r.tanstack || r.publicRunStarted)) {
 		// Path A: the finalization call's pair brackets the run. 0.58.0
 		// drops the loop's RUN_STARTED too, so an error in the loop arrives
 		// before any RUN_STARTED; the agui profile keeps the first one.
@@ -87,10 +87,10 @@ func (r *run) emitNormalized(n agui.Event, modelTurn bool) {
 		return
 	}
 	if n.Type == agui.RunStarted {
-		if r.hasPublicRunStarted {
+		if r.publicRunStarted {
 			return
 		}
-		r.hasPublicRunStarted = true
+		r.publicRunStarted = true
 	}
 	r.emit(n)
 }
@@ -117,7 +117,7 @@ func (r *run) syntheticFinished(reason string) agui.Event {
 }
 
 func (r *run) syntheticRunStarted(fin agui.Event) error {
-	if r.hasPublicRunStarted {
+	if r.publicRunStarted {
 		return nil
 	}
 	return r.pipe(agui.Event{Type: agui.RunStarted, RunID: fin.RunID, ThreadID: fin.ThreadID, Timestamp: now()})

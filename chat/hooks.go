@@ -13,7 +13,7 @@ import (
 // callHook runs one hook, turning a panic into an error.
 func (r *run) callHook(m *Middleware, hook string, fn func() error) (err error) {
 	defer func() {
-		if r.yielding {
+		if r.consumer == consumerInBody {
 			return // the consumer's panic, reached through an Emit: theirs
 		}
 		if p := recover(); p != nil {
@@ -45,7 +45,7 @@ func (r *run) eachHook(hook string, fn func(m *Middleware) error) error {
 		if err := r.callHook(m, hook, func() error { return fn(m) }); err != nil {
 			return err
 		}
-		if r.middlewareAborted {
+		if r.end == endAborting {
 			return nil
 		}
 	}

@@ -127,43 +127,52 @@ func (m *lazyManager) discoveryTool(include string) *Tool {
 		Name:        DiscoveryToolName,
 		Description: desc,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"toolNames":{"type":"array","items":{"type":"string"},"description":"List of tool names to discover. Each name must match one of the available tools."}},"required":["toolNames"]}`),
-		Execute: func(_ context.Context, args json.RawMessage) (any, error) {
-			var in struct {
-				ToolNames []string `json:"toolNames"`
-			}
-			if err := json.Unmarshal(args, &in); err != nil {
-				return nil, fmt.Errorf("toolNames must be a list of tool names: %w", err)
-			}
-			type found struct {
-				Name        string          `json:"name"`
-				Description string          `json:"description"`
-				InputSchema json.RawMessage `json:"inputSchema,omitempty"`
-			}
-			tools := []found{}
-			var errs []string
-			for _, name := range in.ToolNames {
-				t := m.lazy[name]
-				if t == nil {
-					var left []string
-					for _, n := range m.order {
-						if !m.discovered[n] {
-							left = append(left, n)
-						}
-					}
-					errs = append(errs, fmt.Sprintf("Unknown tool: '%s'. Available tools: [%s]", name, strings.Join(left, ", ")))
-					continue
-				}
-				if !m.discovered[name] {
-					m.discovered[name] = true
-					m.fresh = true
-				}
-				tools = append(tools, found{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
-			}
-			out := map[string]any{"tools": tools}
-			if len(errs) > 0 {
-				out["errors"] = errs
-			}
-			return out, nil
-		},
+		Execute:     m.discover,
 	}
+}
+
+// discover is the discovery tool: it returns the named tools' schemas and
+// advertises them from the next turn.
+func (m *lazyManager) discover(_ context.Context, args json.RawMessage) (any, error) {
+	var in struct {
+		ToolNames []string `json:"toolNames"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return nil, fmt.Errorf("toolNames must be a list of tool names: %w", err)
+	}
+	type found struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	}
+	tools := []found{}
+	var errs []string
+	for _, name := range in.ToolNames {
+		t := m.lazy[name]
+		if t == nil {
+			errs = append(errs, fmt.Sprintf("Unknown tool: '%s'. Available tools: [%s]", name, strings.Join(m.undiscoveredNames(), ", ")))
+			continue
+		}
+		if !m.discovered[name] {
+			m.discovered[name] = true
+			m.fresh = true
+		}
+		tools = append(tools, found{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	out := map[string]any{"tools": tools}
+	if len(errs) > 0 {
+		out["errors"] = errs
+	}
+	return out, nil
+}
+
+// undiscoveredNames lists the lazy tools not yet discovered, in order.
+func (m *lazyManager) undiscoveredNames() []string {
+	var left []string
+	for _, n := range m.order {
+		if !m.discovered[n] {
+			left = append(left, n)
+		}
+	}
+	return left
 }

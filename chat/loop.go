@@ -42,7 +42,7 @@ func (r *run) begin() (proceed bool, err error) {
 	if r.cancelled() {
 		return false, nil
 	}
-	if r.earlyTermination {
+	if r.end == endStopping {
 		return false, r.successfulEarlyTermination()
 	}
 	wait, err := r.pendingToolCalls()
@@ -55,7 +55,7 @@ func (r *run) loop() error {
 	if r.so != nil && !r.so.combined && len(r.tools) == 0 {
 		return nil // path A without tools: straight to the structured call
 	}
-	for !r.earlyTermination && !r.cancelled() {
+	for !r.ending() && !r.cancelled() {
 		var more bool
 		var err error
 		if r.cycle == cycleText {
@@ -89,7 +89,7 @@ func (r *run) modelCycle() (more bool, err error) {
 	if err := r.streamModelTurn(); err != nil {
 		return false, err
 	}
-	if r.earlyTermination || r.cancelled() {
+	if r.ending() || r.cancelled() {
 		return false, nil
 	}
 	if paused, err := r.boundary(PhaseAfterModel); err != nil || paused {
@@ -128,15 +128,15 @@ func (r *run) toolCycle() (more bool, err error) {
 // A paused, cancelled or already ended run has nothing to conclude.
 func (r *run) conclude() error {
 	r.log.Log(CatAgentLoop, "run finished", slog.String("finishReason", r.lastFinishReason))
-	if r.cancelled() || r.toolPhase == phaseWait || r.end != endNone {
+	if r.cancelled() || r.toolPhase == phaseWait || r.end.ended() {
 		return nil
 	}
-	if r.so != nil && r.finalizationError == nil && !r.earlyTermination {
+	if r.so != nil && !r.ending() {
 		if r.so.combined {
 			if err := r.harvestCombined(); err != nil {
 				return err
 			}
-			if r.finalizationError == nil && !r.cancelled() {
+			if r.end != endFailing && !r.cancelled() {
 				r.flushHeld(&r.heldModelFinished)
 			}
 		} else if err := r.structuredFinalization(); err != nil {
@@ -146,8 +146,8 @@ func (r *run) conclude() error {
 			return nil
 		}
 	}
-	if r.finalizationError != nil {
-		r.runOnError(r.finalizationError)
+	if r.end == endFailing {
+		r.runOnError(r.failure)
 		return nil
 	}
 	r.addTerminalAssistantMessage()

@@ -62,7 +62,7 @@ func internalError(err error) error {
 // consumer's own loop body passes through untouched: it is theirs.
 func (r *run) guardedBody() (err error) {
 	defer func() {
-		if r.yielding {
+		if r.consumer == consumerInBody {
 			return
 		}
 		if p := recover(); p != nil {

@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -67,11 +66,13 @@ type run struct {
 	lastFinishReason      string
 	heldModelFinished     []agui.Event // the turn's RUN_FINISHED, until its tool phase is known
 	heldToolFinished      []agui.Event // ... until the tool phase ran
+	publicRunStarted      bool         // the consumer got the run's RUN_STARTED
 
 	turnState
 	resumeState
 	eventQueue
 	endState
+	consumer consumerState
 
 	so *structuredState // nil unless Options.OutputSchema is set
 
@@ -94,28 +95,61 @@ type run struct {
 	bridge       bridgeState // bridged tool calls (toolrunner.go)
 }
 
-// runEnd is how the run ended: which terminal hook ran. A run paused on
-// interrupts runs none (toolPhase is phaseWait).
+// runEnd is where the run stands on its way to an end: still going, bound
+// to end a certain way once the loop unwinds, or ended (a terminal hook
+// ran). It is the one answer to "has the run ended, and how". A run paused
+// on interrupts runs no terminal hook: it stays endNone (toolPhase is
+// phaseWait).
 type runEnd uint8
 
 const (
 	endNone     runEnd = iota // running, or paused
+	endStopping               // a resume's stop policy: the run ends now, successfully
+	endFailing                // the run fails with endState.failure (the model's RUN_ERROR, a structured-output problem)
+	endAborting               // a middleware called Abort: the run is cancelled, OnAbort follows
 	endFinished               // OnFinish ran
 	endFailed                 // OnError ran
-	endAborted                // OnAbort ran; aborted says why
+	endAborted                // OnAbort ran; endState.aborted says why
 )
 
-// endState tracks the ways a run stops.
+// ended reports whether a terminal hook ran.
+func (e runEnd) ended() bool { return e >= endFinished }
+
+// endState is how the run ends: the stage, and what the failing or aborted
+// stages carry.
 type endState struct {
-	end                 runEnd
-	aborted             *AbortError // set with endAborted
-	stopped             bool        // the consumer stopped iterating
-	yielding            bool        // the consumer's loop body runs: its panic is its own
-	hasPublicRunStarted bool
-	earlyTermination    bool      // the model's RUN_ERROR, or a resume's stop policy
-	finalizationError   *RunError // the error the run ends with, once known
-	middlewareAborted   bool      // a middleware called Abort
+	end     runEnd
+	failure *RunError   // set with endFailing, kept through endFailed
+	aborted *AbortError // set with endAborted
 }
+
+// stopEarly ends the run before its loop would (a resume's stop policy).
+func (e *endState) stopEarly() {
+	if e.end == endNone {
+		e.end = endStopping
+	}
+}
+
+// fail records the error the run will end with; the first one wins, and an
+// abort already under way wins over it.
+func (e *endState) fail(err *RunError) {
+	if e.end == endNone {
+		e.end, e.failure = endFailing, err
+	}
+}
+
+// ending reports whether the loop must stop: the run is bound to end
+// (stopping, failing or aborting) or has ended.
+func (e *endState) ending() bool { return e.end != endNone }
+
+// consumerState is where the consumer of the event stream is.
+type consumerState uint8
+
+const (
+	consumerWaiting consumerState = iota // between events: the engine runs
+	consumerInBody                       // the consumer's loop body runs: a panic there is its own
+	consumerGone                         // the consumer stopped iterating: nothing more is yielded
+)
 
 func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bool) *run {
 	r := &run{opts: opts, yield: yield, callerCtx: ctx, start: time.Now(), tanstack: opts.Profile == agui.ProfileTanStack}
@@ -126,49 +160,15 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 	if r.threadID == "" {
 		r.threadID = newID("thread")
 	}
-	r.mws = opts.Middleware
-	for _, m := range r.mws {
-		if m.OnChunk != nil {
-			r.chunkMws = append(r.chunkMws, m)
-		}
-	}
-	r.hookCopy = make([]hookChunk, len(r.chunkMws))
-	r.messages = append([]agui.ModelMessage(nil), opts.Messages...)
-	r.systemPrompts = append([]SystemPrompt(nil), opts.SystemPrompts...)
-	r.tools = append([]*Tool(nil), opts.Tools...)
-	if r.lazy = newLazyManager(r.tools, opts.Messages, opts.LazyTools); r.lazy != nil {
-		r.tools = r.lazy.active()
-	}
-	r.modelOptions = opts.ModelOptions
-	r.metadata = opts.Metadata
-	r.resume = opts.Resume
+	r.useMiddleware(opts.Middleware)
+	r.takeConversation(opts)
 	r.toolPhase = phaseContinue
 	r.countedCalls = map[string]bool{}
 	r.streamedToolErrors = map[string]ToolResult{}
 	r.caps = map[CapabilityKey]any{}
 	r.queueSig = make(chan struct{}, 1)
-	r.approvals = map[string]approvalDecision{}
-	r.clientResults = map[string]json.RawMessage{}
-	r.cancelledIDs = map[string]bool{}
-	r.deniedResults = map[string]any{}
-	runID := opts.RunID
-	if runID == "" {
-		runID = r.requestID
-	}
-	r.mctx = &Context{
-		ctx:          r.runCtx,
-		RequestID:    r.requestID,
-		StreamID:     newID("stream"),
-		RunID:        runID,
-		ParentRunID:  opts.ParentRunID,
-		ThreadID:     r.threadID,
-		Phase:        PhaseInit,
-		Provider:     opts.Adapter.Name(),
-		Model:        opts.Adapter.Model(),
-		MessageCount: len(opts.Messages),
-		UserContext:  opts.UserContext,
-		run:          r,
-	}
+	r.resumeState = newResumeState()
+	r.mctx = r.newContext(opts)
 	r.syncContext()
 	r.mctx.Metadata = opts.Metadata
 	// The empty id is the ad-hoc definition: no schemas to check.
@@ -184,6 +184,53 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 	r.disconnect.attach(context.WithoutCancel(r.runCtx), r.log)
 	r.provideRuntime()
 	return r
+}
+
+// useMiddleware takes the run's middleware, noting which see chunks.
+func (r *run) useMiddleware(mws []*Middleware) {
+	r.mws = mws
+	for _, m := range mws {
+		if m.OnChunk != nil {
+			r.chunkMws = append(r.chunkMws, m)
+		}
+	}
+	r.hookCopy = make([]hookChunk, len(r.chunkMws))
+}
+
+// takeConversation copies what the run may change (history, prompts,
+// tools) and takes the rest of the request as given.
+func (r *run) takeConversation(opts *Options) {
+	r.messages = append([]agui.ModelMessage(nil), opts.Messages...)
+	r.systemPrompts = append([]SystemPrompt(nil), opts.SystemPrompts...)
+	r.tools = append([]*Tool(nil), opts.Tools...)
+	if r.lazy = newLazyManager(r.tools, opts.Messages, opts.LazyTools); r.lazy != nil {
+		r.tools = r.lazy.active()
+	}
+	r.modelOptions = opts.ModelOptions
+	r.metadata = opts.Metadata
+	r.resume = opts.Resume
+}
+
+// newContext is the middleware's view of the run.
+func (r *run) newContext(opts *Options) *Context {
+	runID := opts.RunID
+	if runID == "" {
+		runID = r.requestID
+	}
+	return &Context{
+		ctx:          r.runCtx,
+		RequestID:    r.requestID,
+		StreamID:     newID("stream"),
+		RunID:        runID,
+		ParentRunID:  opts.ParentRunID,
+		ThreadID:     r.threadID,
+		Phase:        PhaseInit,
+		Provider:     opts.Adapter.Name(),
+		Model:        opts.Adapter.Model(),
+		MessageCount: len(opts.Messages),
+		UserContext:  opts.UserContext,
+		run:          r,
+	}
 }
 
 func (r *run) syncContext() {
@@ -202,7 +249,9 @@ func (r *run) syncContext() {
 func (r *run) runID() string { return r.mctx.RunID }
 
 func (r *run) abort(reason string) {
-	r.middlewareAborted = true
+	if !r.end.ended() {
+		r.end = endAborting
+	}
 	r.cancel(&abortError{reason: reason})
 }
 
@@ -225,20 +274,20 @@ func (r *run) execute() {
 	r.log.Log(CatAgentLoop, "run started", slog.String("threadId", r.threadID))
 	err := r.guardedBody()
 	var rerr *ResumeError
-	if errors.As(err, &rerr) && r.end == endNone {
+	if errors.As(err, &rerr) && !r.end.ended() {
 		// A rejected resume: onError, then one RUN_ERROR; nothing ran.
 		r.log.Log(CatErrors, "chat interrupt resume failed", slog.String("error", err.Error()))
 		r.runOnError(&RunError{Message: rerr.Error(), Code: rerr.Code()})
 		r.emit(r.resumeErrorEvent(rerr))
 		err = nil
 	}
-	if err != nil && r.end == endNone && r.cancelled() && !isPanic(err) {
+	if err != nil && !r.end.ended() && r.cancelled() && !isPanic(err) {
 		// A hook that failed because the run was cancelled under it (a
 		// client gone during a slow setup) is an abort, not an error.
 		r.runAbort(r.abortReason())
 		err = nil
 	}
-	if err != nil && r.end == endNone {
+	if err != nil && !r.end.ended() {
 		var ae *abortError
 		if errors.As(err, &ae) {
 			r.runAbort(ae.reason)
@@ -248,12 +297,12 @@ func (r *run) execute() {
 			r.runOnError(err)
 		}
 	}
-	if r.end == endNone && r.cancelled() {
+	if !r.end.ended() && r.cancelled() {
 		r.runAbort(r.abortReason())
 	}
 	r.finish()
 	switch {
-	case r.stopped:
+	case r.consumer == consumerGone:
 	case r.end == endAborted:
 		// No terminal event: the stream ends with the abort as its error, so
 		// transports can tell an abort from a run that simply ended.
@@ -272,7 +321,7 @@ func (r *run) finish() {
 	r.disconnect.terminal()
 	defer r.disconnect.wait()
 	r.sandboxHooks.wait()
-	if !r.stopped {
+	if r.consumer != consumerGone {
 		if err := r.drainQueue(); err != nil {
 			r.log.Log(CatErrors, "delivering queued events after the run failed: "+err.Error())
 		}

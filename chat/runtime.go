@@ -267,6 +267,9 @@ func (r *run) messagesSnapshot() agui.Event {
 	return agui.Event{Type: agui.MessagesSnapshot, Timestamp: now(), Messages: raw}
 }
 
+// buildInterrupts lists a paused run's interrupts: approvals, client tool
+// executions, then generic ones, each bound to the schemas it was issued
+// under (docs/engine.md §6).
 func (r *run) buildInterrupts(approvals []PendingApproval, clients []PendingClientCall, generic []InterruptRequest) []agui.Interrupt {
 	var out []agui.Interrupt
 	byName := map[string]*Tool{}
@@ -274,67 +277,82 @@ func (r *run) buildInterrupts(approvals []PendingApproval, clients []PendingClie
 		byName[t.Name] = t
 	}
 	for _, a := range approvals {
-		t := byName[a.ToolName]
-		var inSchema, apSchema json.RawMessage
-		if t != nil {
-			inSchema, apSchema = t.InputSchema, t.ApprovalSchema
-		}
-		resp := approvalResponseSchema(inSchema, apSchema)
-		binding := map[string]any{
-			"v": 1, "kind": "tool-approval", "interruptId": a.ApprovalID, "toolName": a.ToolName, "toolCallId": a.ToolCallID,
-			"originalArgs": json.RawMessage(a.Input), "inputSchemaHash": hashSchema(inSchema),
-			"approvalSchemaHash": hashValue(map[string]any{"approve": rawOrNil(apSchema), "reject": rawOrNil(apSchema)}),
-			"responseSchemaHash": hashValue(resp), "interruptedRunId": r.runID(), "generation": 0,
-		}
-		out = append(out, agui.Interrupt{ID: a.ApprovalID, Reason: "tool_call", Message: "Approval required to run " + a.ToolName,
-			ToolCallID: a.ToolCallID, ResponseSchema: mustJSON(resp),
-			Metadata: map[string]any{"kind": "approval", "toolName": a.ToolName, "input": json.RawMessage(a.Input), bindingKey: binding}})
+		out = append(out, r.approvalInterrupt(a, byName[a.ToolName]))
 	}
 	for _, c := range clients {
-		t := byName[c.ToolName]
-		var outSchema json.RawMessage
-		if t != nil {
-			outSchema = t.OutputSchema
-		}
-		resp := any(map[string]any{})
-		if outSchema != nil {
-			resp = json.RawMessage(outSchema)
-		}
-		id := "client_tool_" + c.ToolCallID
-		binding := map[string]any{
-			"v": 1, "kind": "client-tool-execution", "interruptId": id, "toolName": c.ToolName, "toolCallId": c.ToolCallID,
-			"outputSchemaHash": hashSchema(outSchema), "responseSchemaHash": hashValue(resp),
-			"interruptedRunId": r.runID(), "generation": 0,
-		}
-		out = append(out, agui.Interrupt{ID: id, Reason: "tanstack:client_tool_execution", Message: "Client tool " + c.ToolName + " is ready to run",
-			ToolCallID: c.ToolCallID, ResponseSchema: mustJSON(resp),
-			Metadata: map[string]any{"kind": "client_tool", "toolName": c.ToolName, "input": json.RawMessage(c.Input), bindingKey: binding}})
+		out = append(out, r.clientInterrupt(c, byName[c.ToolName]))
 	}
 	for _, g := range generic {
-		id := newID("interrupt")
-		def := r.interruptDefs[g.Definition]
-		binding := map[string]any{"v": 1, "kind": "generic", "interruptId": id, "batchIndex": len(out),
-			"interruptedRunId": r.runID(), "generation": 0, "definitionId": g.Definition, "key": g.Key}
-		if def.ResponseSchema != nil {
-			binding["responseSchemaHash"] = hashValue(def.ResponseSchema)
-		}
-		if def.PayloadSchema != nil {
-			binding["payloadSchemaHash"] = hashValue(def.PayloadSchema)
-		}
-		if g.ExpiresAt != "" {
-			binding["expiresAt"] = g.ExpiresAt
-		}
-		md := map[string]any{bindingKey: binding}
-		for k, v := range g.Metadata {
-			md[k] = v
-		}
-		if g.Payload != nil {
-			md[interruptPayloadKey] = g.Payload
-		}
-		out = append(out, agui.Interrupt{ID: id, Reason: g.Reason, Message: g.Message, ResponseSchema: def.ResponseSchema,
-			ExpiresAt: g.ExpiresAt, Metadata: md})
+		out = append(out, r.genericInterrupt(g, len(out)))
 	}
 	return out
+}
+
+// approvalInterrupt asks for a decision on a call of t (nil: a tool the run
+// no longer has).
+func (r *run) approvalInterrupt(a PendingApproval, t *Tool) agui.Interrupt {
+	var inSchema, apSchema json.RawMessage
+	if t != nil {
+		inSchema, apSchema = t.InputSchema, t.ApprovalSchema
+	}
+	resp := approvalResponseSchema(inSchema, apSchema)
+	binding := map[string]any{
+		"v": 1, "kind": "tool-approval", "interruptId": a.ApprovalID, "toolName": a.ToolName, "toolCallId": a.ToolCallID,
+		"originalArgs": json.RawMessage(a.Input), "inputSchemaHash": hashSchema(inSchema),
+		"approvalSchemaHash": hashValue(map[string]any{"approve": rawOrNil(apSchema), "reject": rawOrNil(apSchema)}),
+		"responseSchemaHash": hashValue(resp), "interruptedRunId": r.runID(), "generation": 0,
+	}
+	return agui.Interrupt{ID: a.ApprovalID, Reason: "tool_call", Message: "Approval required to run " + a.ToolName,
+		ToolCallID: a.ToolCallID, ResponseSchema: mustJSON(resp),
+		Metadata: map[string]any{"kind": "approval", "toolName": a.ToolName, "input": json.RawMessage(a.Input), bindingKey: binding}}
+}
+
+// clientInterrupt hands a call of the client tool t to the client.
+func (r *run) clientInterrupt(c PendingClientCall, t *Tool) agui.Interrupt {
+	var outSchema json.RawMessage
+	if t != nil {
+		outSchema = t.OutputSchema
+	}
+	resp := any(map[string]any{})
+	if outSchema != nil {
+		resp = json.RawMessage(outSchema)
+	}
+	id := "client_tool_" + c.ToolCallID
+	binding := map[string]any{
+		"v": 1, "kind": "client-tool-execution", "interruptId": id, "toolName": c.ToolName, "toolCallId": c.ToolCallID,
+		"outputSchemaHash": hashSchema(outSchema), "responseSchemaHash": hashValue(resp),
+		"interruptedRunId": r.runID(), "generation": 0,
+	}
+	return agui.Interrupt{ID: id, Reason: "tanstack:client_tool_execution", Message: "Client tool " + c.ToolName + " is ready to run",
+		ToolCallID: c.ToolCallID, ResponseSchema: mustJSON(resp),
+		Metadata: map[string]any{"kind": "client_tool", "toolName": c.ToolName, "input": json.RawMessage(c.Input), bindingKey: binding}}
+}
+
+// genericInterrupt is a middleware's interrupt request, at batchIndex in
+// the batch.
+func (r *run) genericInterrupt(g InterruptRequest, batchIndex int) agui.Interrupt {
+	id := newID("interrupt")
+	def := r.interruptDefs[g.Definition]
+	binding := map[string]any{"v": 1, "kind": "generic", "interruptId": id, "batchIndex": batchIndex,
+		"interruptedRunId": r.runID(), "generation": 0, "definitionId": g.Definition, "key": g.Key}
+	if def.ResponseSchema != nil {
+		binding["responseSchemaHash"] = hashValue(def.ResponseSchema)
+	}
+	if def.PayloadSchema != nil {
+		binding["payloadSchemaHash"] = hashValue(def.PayloadSchema)
+	}
+	if g.ExpiresAt != "" {
+		binding["expiresAt"] = g.ExpiresAt
+	}
+	md := map[string]any{bindingKey: binding}
+	for k, v := range g.Metadata {
+		md[k] = v
+	}
+	if g.Payload != nil {
+		md[interruptPayloadKey] = g.Payload
+	}
+	return agui.Interrupt{ID: id, Reason: g.Reason, Message: g.Message, ResponseSchema: def.ResponseSchema,
+		ExpiresAt: g.ExpiresAt, Metadata: md}
 }
 
 const (

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 )
 
@@ -55,75 +56,8 @@ func strictObject(s map[string]any, required []string) (map[string]any, *nullWid
 		out[k] = v
 	}
 	nw := &nullWidening{}
-	props, isObj := s["properties"].(map[string]any)
-	if s["type"] == "object" && isObj {
-		newProps := make(map[string]any, len(props))
-		names := make([]any, 0, len(props))
-		keys := make([]string, 0, len(props))
-		for k := range props {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, name := range keys {
-			names = append(names, name)
-			prop, ok := props[name].(map[string]any)
-			if !ok {
-				newProps[name] = props[name]
-				continue
-			}
-			optional := !slices.Contains(required, name)
-			var child *nullWidening
-			widened := false
-			_, hasProps := prop["properties"].(map[string]any)
-			switch {
-			case prop["type"] == "object" && hasProps:
-				ns, cm := strictObject(prop, requiredOf(prop))
-				if optional {
-					ns["type"] = []any{"object", "null"}
-					widened = true
-				}
-				newProps[name], child = ns, cm
-			case prop["type"] == "array" && prop["items"] != nil:
-				np := copyMap(prop)
-				items, im := strictItems(prop["items"])
-				np["items"] = items
-				if optional {
-					np["type"] = []any{"array", "null"}
-					widened = true
-				}
-				newProps[name] = np
-				if !im.empty() {
-					child = &nullWidening{items: im}
-				}
-			case optional:
-				np := copyMap(prop)
-				switch t := prop["type"].(type) {
-				case string:
-					np["type"] = []any{t, "null"}
-					widened = true
-				case []any:
-					if !slices.Contains(t, any("null")) {
-						np["type"] = append(slices.Clone(t), "null")
-						widened = true
-					}
-				}
-				newProps[name] = np
-			default:
-				newProps[name] = prop
-			}
-			if widened || !child.empty() {
-				m := &nullWidening{widened: widened}
-				if child != nil {
-					m.properties, m.items = child.properties, child.items
-				}
-				if nw.properties == nil {
-					nw.properties = map[string]*nullWidening{}
-				}
-				nw.properties[name] = m
-			}
-		}
-		out["properties"] = newProps
-		out["required"] = names
+	if props, isObj := s["properties"].(map[string]any); s["type"] == "object" && isObj {
+		out["properties"], out["required"], nw.properties = strictProperties(props, required)
 		out["additionalProperties"] = false
 	}
 	if s["type"] == "array" && s["items"] != nil {
@@ -134,6 +68,78 @@ func strictObject(s map[string]any, required []string) (map[string]any, *nullWid
 		}
 	}
 	return out, nw
+}
+
+// strictProperties makes every property required and strict, and records
+// where optional ones were widened with null.
+func strictProperties(props map[string]any, required []string) (map[string]any, []any, map[string]*nullWidening) {
+	out := make(map[string]any, len(props))
+	names := make([]any, 0, len(props))
+	var widenings map[string]*nullWidening
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		names = append(names, name)
+		prop, ok := props[name].(map[string]any)
+		if !ok {
+			out[name] = props[name]
+			continue
+		}
+		var nw *nullWidening
+		out[name], nw = strictProperty(prop, !slices.Contains(required, name))
+		if !nw.empty() {
+			if widenings == nil {
+				widenings = map[string]*nullWidening{}
+			}
+			widenings[name] = nw
+		}
+	}
+	return out, names, widenings
+}
+
+// strictProperty makes one property's schema strict; an optional one also
+// accepts null.
+func strictProperty(prop map[string]any, optional bool) (any, *nullWidening) {
+	nw := &nullWidening{}
+	_, hasProps := prop["properties"].(map[string]any)
+	switch {
+	case prop["type"] == "object" && hasProps:
+		np, child := strictObject(prop, requiredOf(prop))
+		if optional {
+			np["type"], nw.widened = []any{"object", "null"}, true
+		}
+		nw.properties, nw.items = child.properties, child.items
+		return np, nw
+	case prop["type"] == "array" && prop["items"] != nil:
+		np := copyMap(prop)
+		items, im := strictItems(prop["items"])
+		np["items"] = items
+		if optional {
+			np["type"], nw.widened = []any{"array", "null"}, true
+		}
+		if !im.empty() {
+			nw.items = im
+		}
+		return np, nw
+	case optional:
+		np := copyMap(prop)
+		if t, widened := withNull(prop["type"]); widened {
+			np["type"], nw.widened = t, true
+		}
+		return np, nw
+	}
+	return prop, nw
+}
+
+// withNull adds "null" to a schema type, when it is a type and lacks it.
+func withNull(t any) (any, bool) {
+	switch t := t.(type) {
+	case string:
+		return []any{t, "null"}, true
+	case []any:
+		if !slices.Contains(t, any("null")) {
+			return append(slices.Clone(t), "null"), true
+		}
+	}
+	return t, false
 }
 
 func strictItems(items any) (any, *nullWidening) {

@@ -159,14 +159,14 @@ func (r *run) harvestCombined() error {
 	s := r.so
 	if s.eventSource {
 		if !s.have {
-			r.finalizationError = &RunError{Message: "missing structured result", Code: CodeStructuredMissing}
+			r.fail(&RunError{Message: "missing structured result", Code: CodeStructuredMissing})
 		}
 	} else if len(r.accumulated) == 0 {
-		r.finalizationError = &RunError{Message: "missing structured result", Code: CodeStructuredMissing}
+		r.fail(&RunError{Message: "missing structured result", Code: CodeStructuredMissing})
 	} else {
 		var v any
 		if err := json.Unmarshal(r.accumulated, &v); err != nil {
-			r.finalizationError = &RunError{Message: parseFailedMessage(string(r.accumulated)), Code: CodeStructuredParse}
+			r.fail(&RunError{Message: parseFailedMessage(string(r.accumulated)), Code: CodeStructuredParse})
 		} else {
 			s.data, s.raw, s.have = s.normalize(v), string(r.accumulated), true
 		}
@@ -174,7 +174,7 @@ func (r *run) harvestCombined() error {
 	if err := r.ensureStructuredStart(); err != nil {
 		return err
 	}
-	if s.have && r.finalizationError == nil && !s.completeEmitted {
+	if s.have && r.failure == nil && !s.completeEmitted {
 		val := map[string]any{"object": s.data, "raw": s.raw}
 		if s.messageID != "" {
 			val["messageId"] = s.messageID
@@ -184,8 +184,8 @@ func (r *run) harvestCombined() error {
 			return err
 		}
 	}
-	if r.finalizationError != nil {
-		return r.pipe(agui.Event{Type: agui.RunError, Timestamp: now(), Message: r.finalizationError.Message, Code: r.finalizationError.Code})
+	if r.failure != nil {
+		return r.pipeFailure()
 	}
 	return nil
 }
@@ -201,35 +201,17 @@ func parseFailedMessage(text string) string {
 // structuredFinalization is path A: a separate structured-output call in
 // phase structuredOutput (docs/engine.md §7).
 func (r *run) structuredFinalization() error {
-	s := r.so
-	r.mctx.Phase = PhaseStructuredOutput
-	base := r.currentConfig()
-	soCfg := StructuredOutputConfig{Config: base, OutputSchema: s.schema}
-	soCfg.Tools = nil
-	for _, m := range r.mws {
-		if m.OnStructuredOutputConfig == nil {
-			continue
-		}
-		if err := r.callHook(m, "onStructuredOutputConfig", func() error { return m.OnStructuredOutputConfig(r.mctx, &soCfg) }); err != nil {
-			return err
-		}
-	}
-	cfg := soCfg.Config
-	cfg.Tools = base.Tools
-	cfg, err := r.pipeConfig(cfg)
+	schema, err := r.structuredConfig()
 	if err != nil {
-		return err
-	}
-	if err := r.applyConfig(cfg); err != nil {
 		return err
 	}
 	req := r.buildRequest()
 	req.Tools = nil
 	stream := r.guardStream(r.adapterLabel(), func() iter.Seq2[agui.Event, error] {
 		if st, ok := r.opts.Adapter.(StructuredOutputStreamer); ok {
-			return st.StructuredOutputStream(r.runCtx, req, soCfg.OutputSchema)
+			return st.StructuredOutputStream(r.runCtx, req, schema)
 		}
-		return r.fallbackStructured(req, soCfg.OutputSchema)
+		return r.fallbackStructured(req, schema)
 	})
 	runErrorYielded := false
 	for chunk, err := range stream {
@@ -242,57 +224,95 @@ func (r *run) structuredFinalization() error {
 		if r.cancelled() {
 			break
 		}
-		if chunk.Type == agui.Custom && chunk.Name == StructuredOutputStart {
-			s.startEmitted = true
-		}
-		isText := chunk.Type == agui.TextMessageStart || chunk.Type == agui.TextMessageContent || chunk.Type == agui.TextMessageEnd
-		if s.messageID == "" && isText && chunk.MessageID != "" {
-			s.messageID = chunk.MessageID
-		}
-		if isText || chunk.Type == agui.RunError {
-			if err := r.ensureStructuredStart(); err != nil {
-				return err
-			}
-		}
-		if chunk.Type == agui.Custom && chunk.Name == StructuredOutputComplete {
-			if obj, text, ok := completeValue(chunk.Value); ok {
-				s.data, s.raw, s.have = s.normalize(obj), text, true
-				chunk.Value = withObject(chunk.Value, s.data)
-			}
-		}
-		if chunk.Type == agui.RunFinished && chunk.Usage != nil {
-			if err := r.runOnUsage(*chunk.Usage); err != nil {
-				return err
-			}
-		}
-		if chunk.Type == agui.RunError {
-			msg, code := chunk.Message, chunk.Code
-			if msg == "" && chunk.Error != nil {
-				msg = chunk.Error.Message
-			}
-			r.finalizationError = &RunError{Message: msg, Code: code}
-			runErrorYielded = true
-		}
-		if err := r.pipe(chunk); err != nil {
+		runErrorYielded = runErrorYielded || chunk.Type == agui.RunError
+		if err := r.structuredChunk(chunk); err != nil {
 			return err
 		}
-		if r.finalizationError != nil {
+		if r.failure != nil {
 			break
 		}
 	}
 	if r.cancelled() {
 		return nil
 	}
-	if !s.have && r.finalizationError == nil {
-		r.finalizationError = &RunError{Message: "missing structured result", Code: CodeStructuredMissing}
+	if !r.so.have {
+		r.fail(&RunError{Message: "missing structured result", Code: CodeStructuredMissing})
 	}
-	if r.finalizationError != nil && !runErrorYielded {
+	if r.failure == nil || runErrorYielded {
+		return nil
+	}
+	if err := r.ensureStructuredStart(); err != nil {
+		return err
+	}
+	return r.pipeFailure()
+}
+
+// structuredConfig runs OnStructuredOutputConfig, then OnConfig, for the
+// finalization call and applies the result; schema is the one to send.
+// The call gets no tools, yet the run's tools stay as they were.
+func (r *run) structuredConfig() (schema json.RawMessage, err error) {
+	r.mctx.Phase = PhaseStructuredOutput
+	base := r.currentConfig()
+	soCfg := StructuredOutputConfig{Config: base, OutputSchema: r.so.schema}
+	soCfg.Tools = nil
+	for _, m := range r.mws {
+		if m.OnStructuredOutputConfig == nil {
+			continue
+		}
+		if err := r.callHook(m, "onStructuredOutputConfig", func() error { return m.OnStructuredOutputConfig(r.mctx, &soCfg) }); err != nil {
+			return nil, err
+		}
+	}
+	cfg := soCfg.Config
+	cfg.Tools = base.Tools
+	if cfg, err = r.pipeConfig(cfg); err != nil {
+		return nil, err
+	}
+	if err := r.applyConfig(cfg); err != nil {
+		return nil, err
+	}
+	return soCfg.OutputSchema, nil
+}
+
+// structuredChunk notes what a finalization chunk says (the start, the
+// message id, the result, usage, a failure) and passes it on.
+func (r *run) structuredChunk(chunk agui.Event) error {
+	s := r.so
+	if chunk.Type == agui.Custom && chunk.Name == StructuredOutputStart {
+		s.startEmitted = true
+	}
+	isText := chunk.Type == agui.TextMessageStart || chunk.Type == agui.TextMessageContent || chunk.Type == agui.TextMessageEnd
+	if s.messageID == "" && isText && chunk.MessageID != "" {
+		s.messageID = chunk.MessageID
+	}
+	if isText || chunk.Type == agui.RunError {
 		if err := r.ensureStructuredStart(); err != nil {
 			return err
 		}
-		return r.pipe(agui.Event{Type: agui.RunError, Timestamp: now(), Message: r.finalizationError.Message, Code: r.finalizationError.Code})
 	}
-	return nil
+	switch {
+	case chunk.Type == agui.Custom && chunk.Name == StructuredOutputComplete:
+		if obj, text, ok := completeValue(chunk.Value); ok {
+			s.data, s.raw, s.have = s.normalize(obj), text, true
+			chunk.Value = withObject(chunk.Value, s.data)
+		}
+	case chunk.Type == agui.RunFinished && chunk.Usage != nil:
+		if err := r.runOnUsage(*chunk.Usage); err != nil {
+			return err
+		}
+	case chunk.Type == agui.RunError:
+		msg := chunk.Message
+		if msg == "" && chunk.Error != nil {
+			msg = chunk.Error.Message
+		}
+		r.fail(&RunError{Message: msg, Code: chunk.Code})
+	}
+	return r.pipe(chunk)
+}
+
+// pipeFailure sends the RUN_ERROR of the run's failure.
+func (r *run) pipeFailure() error {
+	return r.pipe(agui.Event{Type: agui.RunError, Timestamp: now(), Message: r.failure.Message, Code: r.failure.Code})
 }
 
 // fallbackStructured wraps a one-shot StructuredOutput call in the event

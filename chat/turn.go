@@ -85,7 +85,7 @@ func (r *run) streamModelTurn() error {
 		if err := r.drainQueue(); err != nil {
 			return err
 		}
-		if r.earlyTermination {
+		if r.ending() {
 			break
 		}
 	}
@@ -150,51 +150,15 @@ func (r *run) handleRaw(c *agui.Event) {
 	case agui.ToolCallArgs:
 		r.calls.args(c)
 	case agui.ToolCallEnd:
-		r.calls.end(c)
-		state := c.State
-		if state == "" {
-			if ts := c.TanstackMeta(); ts != nil {
-				state, _ = ts["state"].(string)
-			}
-		}
-		if state == "output-error" && c.Result != nil {
-			r.recordStreamedError(c.ToolCallID, resultContentString(c.Result))
-		}
+		r.endToolCall(c)
 	case agui.ToolCallResult:
 		if ts := c.TanstackMeta(); ts != nil && ts["state"] == "output-error" {
 			r.recordStreamedError(c.ToolCallID, c.Content)
 		}
 	case agui.RunFinished:
-		cp := *c
-		r.finished = &cp
-		switch fr := c.FinishReason; fr {
-		case agui.FinishStop, agui.FinishLength, agui.FinishContentFilter, agui.FinishToolCalls:
-			r.lastFinishReason = fr
-		default:
-			if _, isNull := c.Extra["finishReason"]; isNull {
-				r.lastFinishReason = ""
-			} else {
-				r.lastFinishReason = c.FinishReasonValue()
-			}
-		}
+		r.noteFinished(c)
 	case agui.RunError:
-		r.earlyTermination = true
-		if r.finalizationError == nil {
-			msg := c.Message
-			code := c.Code
-			if c.Error != nil {
-				if msg == "" {
-					msg = c.Error.Message
-				}
-				if code == "" {
-					code = c.Error.Code
-				}
-			}
-			if msg == "" {
-				msg = "Run failed"
-			}
-			r.finalizationError = &RunError{Message: msg, Code: code}
-		}
+		r.fail(modelRunError(c))
 	case agui.StepStarted:
 		r.finalizeThinking()
 	case agui.StepFinished:
@@ -210,6 +174,55 @@ func (r *run) handleRaw(c *agui.Event) {
 		}
 		r.thinkingSignature = c.EncryptedValue
 	}
+}
+
+// endToolCall completes a streamed call; one the adapter reports failed
+// (it ran where the adapter runs it) is answered with that outcome.
+func (r *run) endToolCall(c *agui.Event) {
+	r.calls.end(c)
+	state := c.State
+	if state == "" {
+		if ts := c.TanstackMeta(); ts != nil {
+			state, _ = ts["state"].(string)
+		}
+	}
+	if state == "output-error" && c.Result != nil {
+		r.recordStreamedError(c.ToolCallID, resultContentString(c.Result))
+	}
+}
+
+// noteFinished keeps the turn's RUN_FINISHED and its finish reason; an
+// explicit null reason clears it.
+func (r *run) noteFinished(c *agui.Event) {
+	cp := *c
+	r.finished = &cp
+	switch fr := c.FinishReason; fr {
+	case agui.FinishStop, agui.FinishLength, agui.FinishContentFilter, agui.FinishToolCalls:
+		r.lastFinishReason = fr
+	default:
+		if _, isNull := c.Extra["finishReason"]; isNull {
+			r.lastFinishReason = ""
+		} else {
+			r.lastFinishReason = c.FinishReasonValue()
+		}
+	}
+}
+
+// modelRunError is the error a run ends with when its model turn failed.
+func modelRunError(c *agui.Event) *RunError {
+	msg, code := c.Message, c.Code
+	if c.Error != nil {
+		if msg == "" {
+			msg = c.Error.Message
+		}
+		if code == "" {
+			code = c.Error.Code
+		}
+	}
+	if msg == "" {
+		msg = "Run failed"
+	}
+	return &RunError{Message: msg, Code: code}
 }
 
 func (r *run) recordStreamedError(id, content string) {

@@ -155,7 +155,7 @@ func chatUserContent(c agui.Content) (any, error) {
 
 // ChatStream implements chat.Adapter.
 func (a *Chat) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return wire.Stream(ctx, &wire.Provider{Name: "openai", Model: a.model, Options: a.opts,
+	return withoutStrictNulls(req, wire.Stream(ctx, &wire.Provider{Name: "openai", Model: a.model, Options: a.opts,
 		Build: func(req *chat.Request) (*wire.Request, error) {
 			body, err := a.ChatBody(req)
 			if err != nil {
@@ -164,7 +164,7 @@ func (a *Chat) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui
 			return &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/chat/completions", Headers: authHeaders(a.opts), Body: body}, nil
 		},
 		Parser: func(em *wire.Emitter) wire.Parser { return newChatParser(em) },
-	}, req)
+	}, req))
 }
 
 // chatParser translates Chat Completions chunks into adapter chunks. It

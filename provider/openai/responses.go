@@ -186,7 +186,7 @@ func audioFormat(mime string) string {
 
 // ChatStream implements chat.Adapter.
 func (a *Responses) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return wire.Stream(ctx, &wire.Provider{Name: "openai", Model: a.model, Options: a.opts, EagerStart: true,
+	return withoutStrictNulls(req, wire.Stream(ctx, &wire.Provider{Name: "openai", Model: a.model, Options: a.opts, EagerStart: true,
 		Build: func(req *chat.Request) (*wire.Request, error) {
 			body, err := a.ResponsesBody(req)
 			if err != nil {
@@ -195,7 +195,7 @@ func (a *Responses) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2
 			return &wire.Request{URL: a.opts.Base(DefaultBaseURL) + "/responses", Headers: authHeaders(a.opts), Body: body}, nil
 		},
 		Parser: func(em *wire.Emitter) wire.Parser { return newResponsesParser(em) },
-	}, req)
+	}, req))
 }
 
 // responsesParser translates Responses stream events (the SSE data
