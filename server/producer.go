@@ -163,7 +163,6 @@ func (p *producers) count() int {
 // and is served the log instead: the model is never run twice.
 func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatRequest) {
 	runID := cr.runID
-	store := h.cfg.Store
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
 	added, ready := h.prod.add(runID, cancel)
 	if !added {
@@ -171,10 +170,9 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatR
 		cancel(nil)
 		select {
 		case <-ready:
+			h.serveLog(w, r, runID, durable.FromStart, cr.format, nil)
 		case <-r.Context().Done():
-			return
 		}
-		h.serveLog(w, r, runID, durable.FromStart, cr.format, nil)
 		return
 	}
 	started := false
@@ -188,78 +186,124 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatR
 		writeError(w, http.StatusServiceUnavailable, "store_unhealthy", err.Error())
 		return
 	}
-	disc := chat.NewRunDisconnect()
-	cr.opts.Disconnect = disc
-	bg := context.WithoutCancel(r.Context())
-	rec, err := store.CreateOrResume(bg, durable.RunRecord{RunID: runID, ThreadID: cr.input.ThreadID, Status: durable.StatusRunning, StartedAt: time.Now(), Owner: string(cr.principal)})
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "store", "recording the run: "+err.Error())
+	p := h.newProducer(ctx, cancel, runID, cr.input.ThreadID, cr.principal)
+	switch fresh, err := p.claimFresh(); {
+	case err != nil:
+		writeStoreError(w, err)
 		return
-	}
-	if rec.Owner != string(cr.principal) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("unknown run %q", runID))
-		return
-	}
-	p := &producer{h: h, runID: runID, threadID: cr.input.ThreadID, owner: cr.principal, ctx: ctx, cancel: cancel, store: store}
-	if ts, ok := store.(durable.ThreadStore); ok && durable.ValidRunID(cr.input.ThreadID) {
-		p.threads = ts
-	}
-	if rec.Status != durable.StatusRunning || (rec.CancelRequested != nil && *rec.CancelRequested) {
-		// Ended, paused or cancelled: never start a producer for it; its
-		// log is all there is to serve.
+	case !fresh:
+		// Ended, paused, cancelled, or driven by another producer (maybe
+		// on another replica): its log is all there is to serve.
+		h.prod.markReady(runID)
 		h.serveLog(w, r, runID, durable.FromStart, cr.format, nil)
 		return
 	}
-	if l, ok := store.(durable.Leaser); ok {
-		claim, err := l.ClaimIf(bg, runID, 0)
-		if errors.Is(err, durable.ErrClaimNotAcquired) {
-			// Another producer (maybe on another replica) owns the run, or
-			// recovery ended it.
-			h.prod.markReady(runID)
-			h.serveLog(w, r, runID, durable.FromStart, cr.format, nil)
-			return
-		}
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "store", "claiming the run: "+err.Error())
-			return
-		}
-		p.fence = durable.NewFence(store, claim, h.cfg.Logger)
-		p.leaser = l
-	}
-	if err := h.keepRequest(bg, runID, cr); err != nil {
-		writeError(w, http.StatusInternalServerError, "store", err.Error())
+	if err := h.keepRequest(p.bg(), runID, cr); err != nil {
+		writeStoreError(w, err)
 		return
 	}
 	p.commits = newGroupCommit(p.append, h.cfg.linger())
 	if err := p.accept(); err != nil {
 		p.commits.stop()
-		writeError(w, http.StatusInternalServerError, "store", "appending to the run log: "+err.Error())
+		writeStoreError(w, fmt.Errorf("appending to the run log: %w", err))
 		return
 	}
-	h.prod.markReady(runID)
-	opts := cr.opts
+	disc := chat.NewRunDisconnect()
+	cr.opts.Disconnect = disc
+	p.saveRequestTurn(cr.opts.Messages)
+	started = true
+	p.launch(cr.opts)
+	h.serveLog(w, r, runID, durable.FromStart, cr.format, disc)
+}
+
+// statusError is a failure with the HTTP status and code to answer it with.
+type statusError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// writeStoreError answers a failed store step: with its own status when it
+// has one, else 500.
+func writeStoreError(w http.ResponseWriter, err error) {
+	var se *statusError
+	if errors.As(err, &se) {
+		writeError(w, se.status, se.code, se.Error())
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "store", err.Error())
+}
+
+// newProducer is the producer of one run, not started.
+func (h *Handler) newProducer(ctx context.Context, cancel context.CancelCauseFunc, runID, threadID string, owner Principal) *producer {
+	p := &producer{h: h, runID: runID, threadID: threadID, owner: owner, ctx: ctx, cancel: cancel, store: h.cfg.Store}
+	if ts, ok := p.store.(durable.ThreadStore); ok && durable.ValidRunID(threadID) {
+		p.threads = ts
+	}
+	return p
+}
+
+// claimFresh records a fresh run and wins its first claim (ClaimIf epoch
+// 0). fresh is false, with no error, for a run that already ended, paused
+// or was cancelled, and for one another producer claimed.
+func (p *producer) claimFresh() (fresh bool, err error) {
+	rec, err := p.store.CreateOrResume(p.bg(), durable.RunRecord{RunID: p.runID, ThreadID: p.threadID, Status: durable.StatusRunning, StartedAt: time.Now(), Owner: string(p.owner)})
+	if err != nil {
+		return false, fmt.Errorf("recording the run: %w", err)
+	}
+	if rec.Owner != string(p.owner) {
+		return false, &statusError{http.StatusNotFound, "not_found", fmt.Sprintf("unknown run %q", p.runID)}
+	}
+	if rec.Status != durable.StatusRunning || (rec.CancelRequested != nil && *rec.CancelRequested) {
+		return false, nil
+	}
+	l, ok := p.store.(durable.Leaser)
+	if !ok {
+		return true, nil
+	}
+	claim, err := l.ClaimIf(p.bg(), p.runID, 0)
+	if errors.Is(err, durable.ErrClaimNotAcquired) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claiming the run: %w", err)
+	}
+	p.fence, p.leaser = durable.NewFence(p.store, claim, p.h.cfg.Logger), l
+	return true, nil
+}
+
+// saveRequestTurn makes the user's turn visible to a reload at once, even
+// while a slow middleware setup delays the first chunk. An empty request
+// means "continue the stored thread": nothing to overwrite it with.
+func (p *producer) saveRequestTurn(msgs []agui.ModelMessage) {
+	if p.threads == nil || len(msgs) == 0 {
+		return
+	}
+	enc, err := encodeUIMessages(msgs)
+	if err != nil {
+		p.h.cfg.Logger.Warn("encoding the request's messages for the thread failed", "runId", p.runID, "error", err)
+		return
+	}
+	p.saveThread(enc, nil)
+}
+
+// launch marks the run ready for readers and drives it on its own
+// goroutine to its end, whatever happens to the client. The transcript
+// middleware keeps the thread.
+func (p *producer) launch(opts chat.Options) {
 	if p.threads != nil {
-		// The user's turn is visible to a reload at once, even while a slow
-		// middleware setup delays the first chunk. An empty request means
-		// "continue the stored thread": nothing to overwrite it with.
-		if len(opts.Messages) > 0 {
-			if msgs, err := encodeUIMessages(opts.Messages); err == nil {
-				p.saveThread(msgs, nil)
-			} else {
-				h.cfg.Logger.Warn("encoding the request's messages for the thread failed", "runId", runID, "error", err)
-			}
-		}
 		opts.Middleware = append(slices.Clip(opts.Middleware), p.transcript.middleware())
 	}
-	started = true
-	h.metrics.runStarted()
+	p.h.prod.markReady(p.runID)
+	p.h.metrics.runStarted()
 	go func() {
-		defer h.prod.done(runID)
-		defer cancel(nil)
+		defer p.h.prod.done(p.runID)
+		defer p.cancel(nil)
 		defer p.commits.stop()
 		p.run(opts)
 	}()
-	h.serveLog(w, r, runID, durable.FromStart, cr.format, disc)
 }
 
 type producer struct {
@@ -394,10 +438,24 @@ func (p *producer) run(opts chat.Options) {
 		log.Info("detached durable run aborted; its log stays open")
 		return
 	}
+	p.writeEnd(sawTerminal, thrown)
+	if err := p.flush(); err != nil {
+		log.Error("durable append failed", "error", err)
+	}
+	if lost := p.lost(); lost != nil {
+		log.Warn("durable run claim lost while finishing; leaving the log to the successor", "error", lost)
+		return
+	}
+	p.finish(log)
+}
+
+// writeEnd writes the run's terminal event when the engine did not: every
+// durable log ends with one, also for an abort (where the live tanstack
+// wire has none) and for 0.58.0's empty model turn, so readers know it
+// ended.
+func (p *producer) writeEnd(sawTerminal bool, thrown error) {
 	switch {
 	case thrown != nil:
-		// Every durable log ends with a terminal event, also for an abort
-		// (where the live tanstack wire has none), so readers know it ended.
 		re := ErrorEvent(thrown)
 		var ae *chat.AbortError
 		if errors.As(thrown, &ae) {
@@ -417,19 +475,9 @@ func (p *producer) run(opts chat.Options) {
 	}
 	_ = p.w.Close()
 	if p.terminal == nil && thrown == nil {
-		// A run that produced no terminal event at all (0.58.0's empty model
-		// turn, kept on the tanstack wire): its log still needs one.
 		fin := agui.Event{Type: agui.RunFinished, ThreadID: p.threadID, RunID: p.runID, Timestamp: time.Now().UnixMilli()}
 		_ = p.w.Write(&fin)
 	}
-	if err := p.flush(); err != nil {
-		log.Error("durable append failed", "error", err)
-	}
-	if lost := p.lost(); lost != nil {
-		log.Warn("durable run claim lost while finishing; leaving the log to the successor", "error", lost)
-		return
-	}
-	p.finish(log)
 }
 
 // finish saves the thread, closes the log and records the run's outcome.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
@@ -53,13 +52,10 @@ func (h *Handler) Redrive(ctx context.Context, rec durable.RunRecord, claim dura
 		cancel(nil)
 		return fmt.Errorf("%w: this server already drives it", ErrNotRedrivable)
 	}
-	p := &producer{h: h, runID: rec.RunID, threadID: rec.ThreadID, owner: Principal(rec.Owner), ctx: pctx, cancel: cancel, store: store, align: newAligner(stored)}
+	p := h.newProducer(pctx, cancel, rec.RunID, rec.ThreadID, Principal(rec.Owner))
+	p.align = newAligner(stored)
 	p.fence = durable.NewFence(store, claim, h.cfg.Logger)
 	p.leaser, _ = store.(durable.Leaser)
-	if ts, ok := store.(durable.ThreadStore); ok && durable.ValidRunID(rec.ThreadID) {
-		p.threads = ts
-		opts.Middleware = append(slices.Clip(opts.Middleware), p.transcript.middleware())
-	}
 	p.commits = newGroupCommit(p.append, h.cfg.linger())
 	// The writer starts as the dead producer's did, with the run.accepted
 	// marker, which shapes what follows (the RUN_STARTED it implies); the
@@ -70,15 +66,8 @@ func (h *Handler) Redrive(ctx context.Context, rec durable.RunRecord, claim dura
 		cancel(nil)
 		return fmt.Errorf("replaying the run's start: %w", err)
 	}
-	h.prod.markReady(rec.RunID)
-	h.metrics.runStarted()
 	h.cfg.Logger.Info("durable run taken over: re-driving it from its stored request", "runId", rec.RunID, "threadId", rec.ThreadID, "epoch", claim.Epoch, "stored", len(stored))
-	go func() {
-		defer h.prod.done(rec.RunID)
-		defer cancel(nil)
-		defer p.commits.stop()
-		p.run(opts)
-	}()
+	p.launch(opts)
 	return nil
 }
 
