@@ -128,73 +128,80 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after 
 			h.setDetached(runID, true)
 		}
 	}()
-	sent := false
-	rc := http.NewResponseController(w)
+	var sw *streamWriter // started with the first entry: an error before it gets a status
 	var buf []byte
-	// Offsets are opaque, but the wire needs each to be a valid SSE id and
-	// never repeated: a backend breaking that fails the response rather
-	// than corrupting a client's cursor. Logs are totally ordered, so a
-	// repeat shows as the previous offset again (e.g. re-yielded after a
-	// wake-up); only that one is kept, so a long catch-up costs no memory.
-	prev := after
-	graceUntil := time.Now().Add(startGrace)
-read:
-	for {
-		for e, err := range h.cfg.Store.Read(r.Context(), runID, after) {
-			if err == nil {
-				if e.Offset == prev || !durable.ValidOffset(e.Offset) {
-					err = fmt.Errorf("run log of %q yielded an invalid or repeated offset %q", runID, e.Offset)
-				}
-				prev = e.Offset
-			}
-			if err != nil {
-				if sent {
-					h.cfg.Logger.Error("reading the run log", "runId", runID, "error", err)
-					return
-				}
-				if errors.Is(err, durable.ErrRunNotFound) && after == durable.FromStart && h.startingElsewhere(r.Context(), runID, graceUntil) {
-					continue read
-				}
-				switch {
-				case errors.Is(err, durable.ErrInvalidOffset):
-					writeError(w, http.StatusBadRequest, "invalid_offset", err.Error())
-				case errors.Is(err, durable.ErrRunNotFound):
-					writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("unknown run %q", runID))
-				default:
-					writeError(w, http.StatusInternalServerError, "store", err.Error())
-				}
-				return
-			}
-			if !sent {
-				setStreamHeaders(w, format)
-				w.WriteHeader(http.StatusOK)
-				sent = true
-			}
-			buf = agui.AppendFrame(buf[:0], format, e.Offset, e.Data)
-			_, err := w.Write(buf)
-			if err == nil {
-				err = rc.Flush()
-			}
-			if err != nil || r.Context().Err() != nil {
-				// The client is gone: a failed write or flush ends delivery.
-				if disc != nil {
-					disc.Notify()
-				}
-				return
-			}
+	gone := false
+	send := func(e durable.Entry) error {
+		if sw == nil {
+			setStreamHeaders(w, format)
+			w.WriteHeader(http.StatusOK)
+			sw = newStreamWriter(w)
 		}
-		break
+		buf = agui.AppendFrame(buf[:0], format, e.Offset, e.Data)
+		_, err := sw.Write(buf)
+		gone = err != nil
+		return err
 	}
-	if r.Context().Err() != nil {
+	err := h.readLog(r.Context(), runID, after, send)
+	for grace := time.Now().Add(startGrace); sw == nil && errors.Is(err, durable.ErrRunNotFound) &&
+		after == durable.FromStart && h.startingElsewhere(r.Context(), runID, grace); {
+		err = h.readLog(r.Context(), runID, after, send)
+	}
+	if sw != nil && sw.Close() != nil {
+		gone = true
+	}
+	switch {
+	case gone || r.Context().Err() != nil:
+		// The client is gone: a failed write or flush ends delivery.
 		if disc != nil {
 			disc.Notify()
 		}
-		return
+	case err != nil && sw != nil:
+		h.cfg.Logger.Error("reading the run log", "runId", runID, "error", err)
+	case err != nil:
+		writeLogError(w, runID, err)
+	default:
+		ended = true
+		if sw == nil {
+			setStreamHeaders(w, format)
+			w.WriteHeader(http.StatusOK)
+		}
 	}
-	ended = true
-	if !sent {
-		setStreamHeaders(w, format)
-		w.WriteHeader(http.StatusOK)
+}
+
+// readLog calls send with each entry of runID's log after after until the
+// log closes. Offsets are opaque, but the wire needs each to be a valid SSE
+// id and never repeated: a backend breaking that fails the response rather
+// than corrupting a client's cursor. Logs are totally ordered, so a repeat
+// shows as the previous offset again (e.g. re-yielded after a wake-up);
+// only that one is kept, so a long catch-up costs no memory.
+func (h *Handler) readLog(ctx context.Context, runID, after string, send func(durable.Entry) error) error {
+	prev := after
+	for e, err := range h.cfg.Store.Read(ctx, runID, after) {
+		if err != nil {
+			return err
+		}
+		if e.Offset == prev || !durable.ValidOffset(e.Offset) {
+			return fmt.Errorf("run log of %q yielded an invalid or repeated offset %q", runID, e.Offset)
+		}
+		prev = e.Offset
+		if err := send(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeLogError answers a read of a run's log that failed before its first
+// entry.
+func writeLogError(w http.ResponseWriter, runID string, err error) {
+	switch {
+	case errors.Is(err, durable.ErrInvalidOffset):
+		writeError(w, http.StatusBadRequest, "invalid_offset", err.Error())
+	case errors.Is(err, durable.ErrRunNotFound):
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("unknown run %q", runID))
+	default:
+		writeError(w, http.StatusInternalServerError, "store", err.Error())
 	}
 }
 
