@@ -33,7 +33,7 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 	var first, n int64
 	err := s.exec(ctx, runID, func(tx *sql.Tx) error {
 		var err error
-		first, n, err = appendTx(tx, runID, batch, opts, s.opts.Now())
+		first, n, err = s.appendTx(tx, runID, batch, opts, s.opts.Now())
 		return err
 	})
 	if err != nil {
@@ -42,11 +42,10 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 	return offsets(runID, first, n), nil
 }
 
-func appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, err error) {
+func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, err error) {
 	p := opts.Producer
 	if p.ID != "" {
-		err := tx.QueryRow(`SELECT first_seq, n FROM goai_producers WHERE run_id = ? AND producer_id = ? AND producer_seq = ?`,
-			runID, p.ID, p.Seq).Scan(&first, &n)
+		err := tx.Stmt(s.st.producerGet).QueryRow(runID, p.ID, p.Seq).Scan(&first, &n)
 		switch {
 		case err == nil:
 			if n != int64(len(batch)) {
@@ -59,7 +58,7 @@ func appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptio
 	}
 	if opts.Epoch > 0 {
 		var observed sql.NullInt64
-		err := tx.QueryRow(`SELECT driver_epoch FROM goai_runs WHERE run_id = ?`, runID).Scan(&observed)
+		err := tx.Stmt(s.st.epoch).QueryRow(runID).Scan(&observed)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
@@ -69,10 +68,10 @@ func appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptio
 	}
 	var last int64
 	var closed sql.NullInt64
-	err = tx.QueryRow(`SELECT last_seq, closed_at FROM goai_logs WHERE run_id = ?`, runID).Scan(&last, &closed)
+	err = tx.Stmt(s.st.logGet).QueryRow(runID).Scan(&last, &closed)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES (?, 0, ?)`, runID, now.UnixMilli()); err != nil {
+		if _, err := tx.Stmt(s.st.logCreate).Exec(runID, now.UnixMilli()); err != nil {
 			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	case err != nil:
@@ -80,11 +79,7 @@ func appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptio
 	case closed.Valid:
 		return 0, 0, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
 	}
-	ins, err := tx.Prepare(`INSERT INTO goai_entries (run_id, seq, data) VALUES (?, ?, ?)`)
-	if err != nil {
-		return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
-	}
-	defer ins.Close()
+	ins := tx.Stmt(s.st.entryPut)
 	for i, b := range batch {
 		if b == nil {
 			b = []byte{}
@@ -94,12 +89,11 @@ func appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptio
 		}
 	}
 	n = int64(len(batch))
-	if _, err := tx.Exec(`UPDATE goai_logs SET last_seq = ? WHERE run_id = ?`, last+n, runID); err != nil {
+	if _, err := tx.Stmt(s.st.logAdvance).Exec(last+n, runID); err != nil {
 		return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
 	if p.ID != "" {
-		if _, err := tx.Exec(`INSERT INTO goai_producers (run_id, producer_id, producer_seq, first_seq, n) VALUES (?, ?, ?, ?, ?)`,
-			runID, p.ID, p.Seq, last+1, n); err != nil {
+		if _, err := tx.Stmt(s.st.producerPut).Exec(runID, p.ID, p.Seq, last+1, n); err != nil {
 			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
@@ -146,8 +140,7 @@ func (s *Store) page(ctx context.Context, runID string, after, upTo int64, limit
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, data FROM goai_entries WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
-		runID, after, upTo, limit)
+	rows, err := s.st.readPage.QueryContext(ctx, runID, after, upTo, limit)
 	if err != nil {
 		return fmt.Errorf("durable/sqlite: read: %w", err)
 	}
@@ -173,7 +166,7 @@ func (s *Store) page(ctx context.Context, runID string, after, upTo int64, limit
 // false when the run has no log.
 func (s *Store) logState(ctx context.Context, runID string) (last int64, closed, ok bool, err error) {
 	var closedAt sql.NullInt64
-	err = s.r.QueryRowContext(ctx, `SELECT last_seq, closed_at FROM goai_logs WHERE run_id = ?`, runID).Scan(&last, &closedAt)
+	err = s.st.readState.QueryRowContext(ctx, runID).Scan(&last, &closedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, false, nil
 	}
@@ -193,12 +186,7 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 		}
 		return &tail.State{Exists: ok, Last: last, Closed: closed}, nil
 	}
-	rows, err := s.r.QueryContext(ctx, `
-		SELECT l.last_seq, l.closed_at IS NOT NULL, e.seq, e.data
-		FROM goai_logs l
-		LEFT JOIN goai_entries e ON e.run_id = l.run_id AND e.seq > ? AND e.seq <= l.last_seq
-		WHERE l.run_id = ?
-		ORDER BY e.seq LIMIT ?`, after, runID, limit)
+	rows, err := s.st.readLog.QueryContext(ctx, after, runID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("durable/sqlite: read: %w", err)
 	}

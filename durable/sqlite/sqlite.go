@@ -70,6 +70,7 @@ type Store struct {
 	once    sync.Once
 	hub     notify.Hub
 	tail    tail.Reader
+	st      stmts
 
 	mu     sync.RWMutex // guards closed against sends on ops
 	closed bool
@@ -205,6 +206,11 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.r.SetMaxOpenConns(8)
 	s.r.SetMaxIdleConns(8)
+	if err := s.prepare(); err != nil {
+		s.w.Close()
+		s.r.Close()
+		return nil, err
+	}
 	s.tail = tail.Reader{
 		Scheme: scheme, Page: s.opts.ReadPage, Poll: s.opts.PollInterval,
 		FirstChunkDeadline: s.opts.FirstChunkDeadline,
@@ -225,6 +231,7 @@ func (s *Store) Shutdown() error {
 		close(s.stop)
 		<-s.stopped
 		s.hub.Close()
+		s.st.close()
 		err = errors.Join(s.w.Close(), s.r.Close())
 	})
 	return err
@@ -316,19 +323,22 @@ func (s *Store) commit(group []*op) {
 	}
 	errs := make([]error, len(group))
 	for i, o := range group {
-		if _, err := tx.Exec("SAVEPOINT op"); err != nil {
+		if _, err := tx.Stmt(s.st.savepoint).Exec(); err != nil {
 			tx.Rollback()
 			fail(fmt.Errorf("durable/sqlite: savepoint: %w", err))
 			return
 		}
 		errs[i] = o.fn(tx)
-		stmt := "RELEASE op"
 		if errs[i] != nil {
-			stmt = "ROLLBACK TO op; RELEASE op"
+			if _, err := tx.Stmt(s.st.rollbackTo).Exec(); err != nil {
+				tx.Rollback()
+				fail(fmt.Errorf("durable/sqlite: rollback to savepoint: %w", err))
+				return
+			}
 		}
-		if _, err := tx.Exec(stmt); err != nil {
+		if _, err := tx.Stmt(s.st.release).Exec(); err != nil {
 			tx.Rollback()
-			fail(fmt.Errorf("durable/sqlite: %s: %w", stmt, err))
+			fail(fmt.Errorf("durable/sqlite: release savepoint: %w", err))
 			return
 		}
 	}
