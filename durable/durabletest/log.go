@@ -114,8 +114,11 @@ func Run(t *testing.T, newLog func(t *testing.T) durable.Log, opts *Options) {
 			[]byte(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"done"}`),
 			[]byte(`{"type":"RUN_FINISHED","threadId":"t","runId":"r","finishReason":"stop"}`),
 		}
-		r := startRead(t, l, runA, durable.FromStart)
+		// The first iteration is stored before the read starts: a read
+		// racing the run's first append would depend on the first-chunk
+		// deadline (item 09 tests that), not on what this item checks.
 		mustAppend(t, l, runA, transcript)
+		r := startRead(t, l, runA, durable.FromStart)
 		equalData(t, "first iteration", datas(r.take(t, 3)), transcript)
 		r.idle(t)
 		mustAppend(t, l, runA, rest)

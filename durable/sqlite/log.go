@@ -31,10 +31,15 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 		return []string{}, ctx.Err()
 	}
 	var first, n int64
-	err := s.exec(ctx, runID, func(tx *sql.Tx) error {
+	var stored bool
+	err := s.execThen(ctx, runID, func(tx *sql.Tx) error {
 		var err error
-		first, n, err = s.appendTx(tx, runID, batch, opts, s.opts.Now())
+		first, n, stored, err = s.appendTx(tx, runID, batch, opts, s.opts.Now())
 		return err
+	}, func() {
+		if stored {
+			s.recent.Add(scheme, runID, first, batch)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -42,28 +47,30 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 	return offsets(runID, first, n), nil
 }
 
-func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, err error) {
+// appendTx appends batch; stored is false when it was a repeat (an
+// idempotent append already stored).
+func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, stored bool, err error) {
 	p := opts.Producer
 	if p.ID != "" {
 		err := tx.Stmt(s.st.producerGet).QueryRow(runID, p.ID, p.Seq).Scan(&first, &n)
 		switch {
 		case err == nil:
 			if n != int64(len(batch)) {
-				return 0, 0, fmt.Errorf("%w: run %q producer %q seq %d", durable.ErrProducerConflict, runID, p.ID, p.Seq)
+				return 0, 0, false, fmt.Errorf("%w: run %q producer %q seq %d", durable.ErrProducerConflict, runID, p.ID, p.Seq)
 			}
-			return first, n, nil
+			return first, n, false, nil
 		case !errors.Is(err, sql.ErrNoRows):
-			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
 	if opts.Epoch > 0 {
 		var observed sql.NullInt64
 		err := tx.Stmt(s.st.epoch).QueryRow(runID).Scan(&observed)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 		if observed.Int64 != opts.Epoch {
-			return 0, 0, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: observed.Int64}
+			return 0, 0, false, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: observed.Int64}
 		}
 	}
 	var last int64
@@ -72,12 +79,12 @@ func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if _, err := tx.Stmt(s.st.logCreate).Exec(runID, now.UnixMilli()); err != nil {
-			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	case err != nil:
-		return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 	case closed.Valid:
-		return 0, 0, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
+		return 0, 0, false, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
 	}
 	ins := tx.Stmt(s.st.entryPut)
 	for i, b := range batch {
@@ -85,19 +92,19 @@ func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.
 			b = []byte{}
 		}
 		if _, err := ins.Exec(runID, last+1+int64(i), b); err != nil {
-			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
 	n = int64(len(batch))
 	if _, err := tx.Stmt(s.st.logAdvance).Exec(last+n, runID); err != nil {
-		return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
 	if p.ID != "" {
 		if _, err := tx.Stmt(s.st.producerPut).Exec(runID, p.ID, p.Seq, last+1, n); err != nil {
-			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
-	return last + 1, n, nil
+	return last + 1, n, true, nil
 }
 
 // Close implements durable.Log.
@@ -106,14 +113,14 @@ func (s *Store) Close(ctx context.Context, runID string) error {
 		return err
 	}
 	now := s.opts.Now().UnixMilli()
-	return s.exec(ctx, runID, func(tx *sql.Tx) error {
+	return s.execThen(ctx, runID, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at) VALUES (?, 0, ?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at)`, runID, now, now)
 		if err != nil {
 			return fmt.Errorf("durable/sqlite: close: %w", err)
 		}
 		return nil
-	})
+	}, func() { s.recent.Forget(runID) })
 }
 
 // Snapshot implements durable.Log.
@@ -226,7 +233,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 		return []string{}, nil
 	}
 	now := s.opts.Now().UnixMilli()
-	err := s.exec(ctx, runID, func(tx *sql.Tx) error {
+	err := s.execThen(ctx, runID, func(tx *sql.Tx) error {
 		var last int64
 		var closed sql.NullInt64
 		err := tx.QueryRow(`SELECT last_seq, closed_at FROM goai_logs WHERE run_id = ?`, runID).Scan(&last, &closed)
@@ -260,7 +267,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 			return fmt.Errorf("durable/sqlite: upsert: %w", err)
 		}
 		return nil
-	})
+	}, func() { s.recent.Forget(runID) })
 	if err != nil {
 		return nil, err
 	}

@@ -69,6 +69,7 @@ type Store struct {
 	stopped chan struct{}
 	once    sync.Once
 	hub     notify.Hub
+	recent  tail.Recent
 	tail    tail.Reader
 	st      stmts
 
@@ -87,9 +88,10 @@ var _ interface {
 // op is one write request run by the writer goroutine in its own savepoint
 // of a group transaction.
 type op struct {
-	fn   func(tx *sql.Tx) error
-	wake string // run whose readers to wake after the commit
-	done chan error
+	fn        func(tx *sql.Tx) error
+	committed func() // if set, run after the commit, before the wake-up
+	wake      string // run whose readers to wake after the commit
+	done      chan error
 }
 
 const schema = `
@@ -214,7 +216,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	s.tail = tail.Reader{
 		Scheme: scheme, Page: s.opts.ReadPage, Poll: s.opts.PollInterval,
 		FirstChunkDeadline: s.opts.FirstChunkDeadline,
-		Hub:                &s.hub, Closed: s.isClosed, Query: s.query,
+		Hub:                &s.hub, Closed: s.isClosed, Query: s.query, Recent: &s.recent,
 	}
 	go s.writer()
 	return s, nil
@@ -247,10 +249,16 @@ func (s *Store) isClosed() bool {
 // commit. Once queued, a write is not abandoned because ctx ends: the caller
 // learns its outcome.
 func (s *Store) exec(ctx context.Context, wake string, fn func(tx *sql.Tx) error) error {
+	return s.execThen(ctx, wake, fn, nil)
+}
+
+// execThen is exec with committed run after a successful commit, before
+// the wake-up.
+func (s *Store) execThen(ctx context.Context, wake string, fn func(tx *sql.Tx) error, committed func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{fn: fn, wake: wake, done: make(chan error, 1)}
+	o := &op{fn: fn, committed: committed, wake: wake, done: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -347,6 +355,9 @@ func (s *Store) commit(group []*op) {
 		return
 	}
 	for i, o := range group {
+		if errs[i] == nil && o.committed != nil {
+			o.committed()
+		}
 		if errs[i] == nil && o.wake != "" {
 			s.hub.Wake(o.wake)
 		}
