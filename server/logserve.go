@@ -117,25 +117,19 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after 
 		writeError(w, http.StatusBadRequest, "invalid_offset", fmt.Sprintf("invalid resume offset %q for run %q: malformed", after, runID))
 		return
 	}
-	h.metrics.streams.Add(1)
-	defer h.metrics.streams.Add(-1)
-	if h.prod.attach(runID) {
-		h.setDetached(runID, false)
-	}
 	ended := false
+	defer h.attachReader(r, runID)(&ended)
+	var sw *streamWriter // started with the first entry: an error before it gets a status
 	defer func() {
-		if h.prod.detach(runID) && !ended && r.Context().Err() != nil {
-			h.setDetached(runID, true)
+		if sw != nil {
+			sw.Close() // a no-op once closed below; stops the sender after a panic
 		}
 	}()
-	var sw *streamWriter // started with the first entry: an error before it gets a status
 	var buf []byte
 	gone := false
 	send := func(e durable.Entry) error {
 		if sw == nil {
-			setStreamHeaders(w, format)
-			w.WriteHeader(http.StatusOK)
-			sw = newStreamWriter(w)
+			sw = startStream(w, format)
 		}
 		buf = agui.AppendFrame(buf[:0], format, e.Offset, e.Data)
 		_, err := sw.Write(buf)
@@ -162,10 +156,35 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after 
 		writeLogError(w, runID, err)
 	default:
 		ended = true
-		if sw == nil {
+		if sw == nil { // an empty log: headers only
 			setStreamHeaders(w, format)
 			w.WriteHeader(http.StatusOK)
 		}
+	}
+}
+
+// startStream answers 200 with the stream headers of format and starts the
+// response's sender.
+func startStream(w http.ResponseWriter, format agui.Format) *streamWriter {
+	setStreamHeaders(w, format)
+	w.WriteHeader(http.StatusOK)
+	return newStreamWriter(w)
+}
+
+// attachReader counts a reader of runID (un-stamping the run if it was
+// detached) and returns what to call when it leaves: the last reader leaving
+// a run still produced here before its log ended (the client went away)
+// stamps it detached.
+func (h *Handler) attachReader(r *http.Request, runID string) (leave func(ended *bool)) {
+	h.metrics.streams.Add(1)
+	if h.prod.attach(runID) {
+		h.setDetached(runID, false)
+	}
+	return func(ended *bool) {
+		if h.prod.detach(runID) && !*ended && r.Context().Err() != nil {
+			h.setDetached(runID, true)
+		}
+		h.metrics.streams.Add(-1)
 	}
 }
 
