@@ -73,18 +73,25 @@ func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.
 			return 0, 0, false, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: observed.Int64}
 		}
 	}
+	// Claim the seqs in one statement; only a log that is closed or not
+	// there yet needs a second look.
+	n = int64(len(batch))
 	var last int64
-	var closed sql.NullInt64
-	err = tx.Stmt(s.st.logGet).QueryRow(runID).Scan(&last, &closed)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.Stmt(s.st.logCreate).Exec(runID, now.UnixMilli()); err != nil {
-			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+	err = tx.Stmt(s.st.logAdvance).QueryRow(n, runID).Scan(&last)
+	last -= n
+	if errors.Is(err, sql.ErrNoRows) {
+		var closed sql.NullInt64
+		err = tx.Stmt(s.st.logGet).QueryRow(runID).Scan(&last, &closed)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			last = 0
+			_, err = tx.Stmt(s.st.logCreate).Exec(runID, n, now.UnixMilli())
+		case err == nil:
+			return 0, 0, false, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
 		}
-	case err != nil:
+	}
+	if err != nil {
 		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
-	case closed.Valid:
-		return 0, 0, false, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
 	}
 	ins := tx.Stmt(s.st.entryPut)
 	for i, b := range batch {
@@ -94,10 +101,6 @@ func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.
 		if _, err := ins.Exec(runID, last+1+int64(i), b); err != nil {
 			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
-	}
-	n = int64(len(batch))
-	if _, err := tx.Stmt(s.st.logAdvance).Exec(last+n, runID); err != nil {
-		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
 	if p.ID != "" {
 		if _, err := tx.Stmt(s.st.producerPut).Exec(runID, p.ID, p.Seq, last+1, n); err != nil {

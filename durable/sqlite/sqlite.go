@@ -329,6 +329,18 @@ func (s *Store) commit(group []*op) {
 		fail(fmt.Errorf("durable/sqlite: begin: %w", err))
 		return
 	}
+	if len(group) == 1 {
+		// Alone in its transaction, an op needs no savepoint: its failure
+		// rolls back the transaction.
+		o := group[0]
+		if err := o.fn(tx); err != nil {
+			tx.Rollback()
+			o.done <- err
+			return
+		}
+		s.finish(tx, group, []error{nil})
+		return
+	}
 	errs := make([]error, len(group))
 	for i, o := range group {
 		if _, err := tx.Stmt(s.st.savepoint).Exec(); err != nil {
@@ -350,8 +362,15 @@ func (s *Store) commit(group []*op) {
 			return
 		}
 	}
+	s.finish(tx, group, errs)
+}
+
+// finish commits tx and reports each op's outcome (errs[i] for group[i]).
+func (s *Store) finish(tx *sql.Tx, group []*op, errs []error) {
 	if err := tx.Commit(); err != nil {
-		fail(fmt.Errorf("durable/sqlite: commit: %w", err))
+		for _, o := range group {
+			o.done <- fmt.Errorf("durable/sqlite: commit: %w", err)
+		}
 		return
 	}
 	for i, o := range group {

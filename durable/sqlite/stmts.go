@@ -45,9 +45,9 @@ func (s *Store) prepare() error {
 		producerGet: prep(w, `SELECT first_seq, n FROM goai_producers WHERE run_id = ? AND producer_id = ? AND producer_seq = ?`),
 		epoch:       prep(w, `SELECT driver_epoch FROM goai_runs WHERE run_id = ?`),
 		logGet:      prep(w, `SELECT last_seq, closed_at FROM goai_logs WHERE run_id = ?`),
-		logCreate:   prep(w, `INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES (?, 0, ?)`),
+		logCreate:   prep(w, `INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES (?, ?, ?)`),
 		entryPut:    prep(w, `INSERT INTO goai_entries (run_id, seq, data) VALUES (?, ?, ?)`),
-		logAdvance:  prep(w, `UPDATE goai_logs SET last_seq = ? WHERE run_id = ?`),
+		logAdvance:  prep(w, `UPDATE goai_logs SET last_seq = last_seq + ? WHERE run_id = ? AND closed_at IS NULL RETURNING last_seq`),
 		producerPut: prep(w, `INSERT INTO goai_producers (run_id, producer_id, producer_seq, first_seq, n) VALUES (?, ?, ?, ?, ?)`),
 
 		readPage:  prep(r, `SELECT seq, data FROM goai_entries WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`),
