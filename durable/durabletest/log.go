@@ -613,3 +613,29 @@ func Run(t *testing.T, newLog func(t *testing.T) durable.Log, opts *Options) {
 		}
 	})
 }
+
+// ReadAcrossInstances checks that a read on local, fed by local's own
+// appends (which a backend may hand its readers from memory), still
+// delivers what another instance over the same storage appends afterwards,
+// and ends when that instance closes the log. other must be able to wake
+// local's readers (Postgres notifications, SQLite's PollInterval).
+func ReadAcrossInstances(t *testing.T, local, other durable.Log) {
+	t.Helper()
+	const run = "run across instances"
+	first := mustAppend(t, local, run, evs(0, 1))
+	r := startRead(t, local, run, first[0])
+	r.idle(t)
+	mustAppend(t, local, run, evs(1, 2))
+	equalData(t, "local appends", datas(r.take(t, 2)), evs(1, 2))
+	r.idle(t) // parked, caught up with what local appended
+	theirs := mustAppend(t, other, run, evs(3, 2))
+	got := r.take(t, 2)
+	equalData(t, "the other instance's appends", datas(got), evs(3, 2))
+	equalStrings(t, "their offsets", offsets(got), theirs)
+	mustAppend(t, local, run, evs(5, 1))
+	equalData(t, "local again", datas(r.take(t, 1)), evs(5, 1))
+	mustClose(t, other, run)
+	if err := r.end(t); err != nil {
+		t.Fatalf("read after the other instance closed the log: %v", err)
+	}
+}

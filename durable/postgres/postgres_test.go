@@ -204,3 +204,8 @@ func TestMissingEnvSkips(t *testing.T) {
 		t.Skip("GOAI_TEST_POSTGRES is set")
 	}
 }
+
+func TestReadAcrossInstances(t *testing.T) {
+	cs := newSchema(t)
+	durabletest.ReadAcrossInstances(t, open(t, cs, nil), open(t, cs, nil))
+}
