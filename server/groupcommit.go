@@ -47,9 +47,21 @@ func signal(c chan struct{}) {
 	}
 }
 
-// add queues one entry. It fails once an append has failed.
+// maxUnstored bounds the entries a producer has added and not yet stored:
+// past it, add waits for an append. A model that yields faster than the
+// store appends is held back, as a slow client holds back a plain stream,
+// instead of running ahead with every event waiting in memory (and its
+// delivery latency growing with the queue).
+const maxUnstored = 32
+
+// add queues one entry, waiting while maxUnstored entries are unstored. It
+// fails once an append has failed.
 func (g *groupCommit) add(entry []byte) error {
 	g.mu.Lock()
+	for g.pending >= maxUnstored && g.err == nil {
+		signal(g.hurry) // a lingering appender would keep it waiting
+		g.stored.Wait()
+	}
 	if g.err != nil {
 		g.mu.Unlock()
 		return g.err

@@ -42,7 +42,7 @@ func TestGroupCommitBatchesWhatQueuesDuringAnAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-r.entered // the first append is in flight and held
-	for i := 1; i < 100; i++ {
+	for i := 1; i < maxUnstored; i++ {
 		if err := g.add(fmt.Appendf(nil, "e%d", i)); err != nil {
 			t.Fatal(err)
 		}
@@ -53,8 +53,8 @@ func TestGroupCommitBatchesWhatQueuesDuringAnAppend(t *testing.T) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.batches) != 2 || len(r.batches[0]) != 1 || len(r.batches[1]) != 99 {
-		t.Fatalf("batches %d: want [1 99]", len(r.batches))
+	if len(r.batches) != 2 || len(r.batches[0]) != 1 || len(r.batches[1]) != maxUnstored-1 {
+		t.Fatalf("batches %d: want [1 %d]", len(r.batches), maxUnstored-1)
 	}
 	for i, e := range r.batches[1] {
 		if e != fmt.Sprintf("e%d", i+1) {
@@ -117,5 +117,42 @@ func TestGroupCommitRecoversAStorePanic(t *testing.T) {
 	_ = g.add([]byte("a"))
 	if err := g.flush(); err == nil {
 		t.Fatal("a panicking append reported success")
+	}
+}
+
+func TestGroupCommitAddWaitsWhileTooMuchIsUnstored(t *testing.T) {
+	for _, linger := range []time.Duration{0, time.Hour} {
+		r := &recorder{entered: make(chan struct{}, maxUnstored+2), release: make(chan struct{})}
+		g := newGroupCommit(r.append, linger)
+		for i := range maxUnstored {
+			if err := g.add(fmt.Appendf(nil, "e%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		added := make(chan error)
+		go func() { added <- g.add([]byte("over")) }()
+		<-r.entered // the appender took a batch (even while lingering) and is held
+		select {
+		case err := <-added:
+			t.Fatalf("add past %d unstored entries returned (%v) before any was stored", maxUnstored, err)
+		case <-time.After(100 * time.Millisecond): // watching for something that must not happen
+		}
+		close(r.release)
+		if err := <-added; err != nil {
+			t.Fatal(err)
+		}
+		if err := g.flush(); err != nil {
+			t.Fatal(err)
+		}
+		g.stop()
+		r.mu.Lock()
+		var all []string
+		for _, b := range r.batches {
+			all = append(all, b...)
+		}
+		r.mu.Unlock()
+		if len(all) != maxUnstored+1 || all[maxUnstored] != "over" || all[maxUnstored-1] != fmt.Sprintf("e%d", maxUnstored-1) {
+			t.Fatalf("linger %v: stored %v", linger, all)
+		}
 	}
 }

@@ -110,21 +110,6 @@ func acceptFormat(r *http.Request) agui.Format {
 	return agui.SSE
 }
 
-// flushWriter flushes after every frame so events reach the client as they
-// are produced.
-type flushWriter struct {
-	w  io.Writer
-	rc *http.ResponseController
-}
-
-func (f *flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if err != nil {
-		return n, err
-	}
-	return n, f.rc.Flush()
-}
-
 // clientIP is the remote address without its port.
 func clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)

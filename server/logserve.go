@@ -117,84 +117,110 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after 
 		writeError(w, http.StatusBadRequest, "invalid_offset", fmt.Sprintf("invalid resume offset %q for run %q: malformed", after, runID))
 		return
 	}
-	h.metrics.streams.Add(1)
-	defer h.metrics.streams.Add(-1)
-	if h.prod.attach(runID) {
-		h.setDetached(runID, false)
-	}
 	ended := false
+	defer h.attachReader(r, runID)(&ended)
+	var sw *streamWriter // started with the first entry: an error before it gets a status
 	defer func() {
-		if h.prod.detach(runID) && !ended && r.Context().Err() != nil {
-			h.setDetached(runID, true)
+		if sw != nil {
+			sw.Close() // a no-op once closed below; stops the sender after a panic
 		}
 	}()
-	sent := false
-	rc := http.NewResponseController(w)
 	var buf []byte
-	// Offsets are opaque, but the wire needs each to be a valid SSE id and
-	// never repeated: a backend breaking that fails the response rather
-	// than corrupting a client's cursor. Logs are totally ordered, so a
-	// repeat shows as the previous offset again (e.g. re-yielded after a
-	// wake-up); only that one is kept, so a long catch-up costs no memory.
-	prev := after
-	graceUntil := time.Now().Add(startGrace)
-read:
-	for {
-		for e, err := range h.cfg.Store.Read(r.Context(), runID, after) {
-			if err == nil {
-				if e.Offset == prev || !durable.ValidOffset(e.Offset) {
-					err = fmt.Errorf("run log of %q yielded an invalid or repeated offset %q", runID, e.Offset)
-				}
-				prev = e.Offset
-			}
-			if err != nil {
-				if sent {
-					h.cfg.Logger.Error("reading the run log", "runId", runID, "error", err)
-					return
-				}
-				if errors.Is(err, durable.ErrRunNotFound) && after == durable.FromStart && h.startingElsewhere(r.Context(), runID, graceUntil) {
-					continue read
-				}
-				switch {
-				case errors.Is(err, durable.ErrInvalidOffset):
-					writeError(w, http.StatusBadRequest, "invalid_offset", err.Error())
-				case errors.Is(err, durable.ErrRunNotFound):
-					writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("unknown run %q", runID))
-				default:
-					writeError(w, http.StatusInternalServerError, "store", err.Error())
-				}
-				return
-			}
-			if !sent {
-				setStreamHeaders(w, format)
-				w.WriteHeader(http.StatusOK)
-				sent = true
-			}
-			buf = agui.AppendFrame(buf[:0], format, e.Offset, e.Data)
-			_, err := w.Write(buf)
-			if err == nil {
-				err = rc.Flush()
-			}
-			if err != nil || r.Context().Err() != nil {
-				// The client is gone: a failed write or flush ends delivery.
-				if disc != nil {
-					disc.Notify()
-				}
-				return
-			}
+	gone := false
+	send := func(e durable.Entry) error {
+		if sw == nil {
+			sw = startStream(w, format)
 		}
-		break
+		buf = agui.AppendFrame(buf[:0], format, e.Offset, e.Data)
+		_, err := sw.Write(buf)
+		gone = err != nil
+		return err
 	}
-	if r.Context().Err() != nil {
+	err := h.readLog(r.Context(), runID, after, send)
+	for grace := time.Now().Add(startGrace); sw == nil && errors.Is(err, durable.ErrRunNotFound) &&
+		after == durable.FromStart && h.startingElsewhere(r.Context(), runID, grace); {
+		err = h.readLog(r.Context(), runID, after, send)
+	}
+	if sw != nil && sw.Close() != nil {
+		gone = true
+	}
+	switch {
+	case gone || r.Context().Err() != nil:
+		// The client is gone: a failed write or flush ends delivery.
 		if disc != nil {
 			disc.Notify()
 		}
-		return
+	case err != nil && sw != nil:
+		h.cfg.Logger.Error("reading the run log", "runId", runID, "error", err)
+	case err != nil:
+		writeLogError(w, runID, err)
+	default:
+		ended = true
+		if sw == nil { // an empty log: headers only
+			setStreamHeaders(w, format)
+			w.WriteHeader(http.StatusOK)
+		}
 	}
-	ended = true
-	if !sent {
-		setStreamHeaders(w, format)
-		w.WriteHeader(http.StatusOK)
+}
+
+// startStream answers 200 with the stream headers of format and starts the
+// response's sender.
+func startStream(w http.ResponseWriter, format agui.Format) *streamWriter {
+	setStreamHeaders(w, format)
+	w.WriteHeader(http.StatusOK)
+	return newStreamWriter(w)
+}
+
+// attachReader counts a reader of runID (un-stamping the run if it was
+// detached) and returns what to call when it leaves: the last reader leaving
+// a run still produced here before its log ended (the client went away)
+// stamps it detached.
+func (h *Handler) attachReader(r *http.Request, runID string) (leave func(ended *bool)) {
+	h.metrics.streams.Add(1)
+	if h.prod.attach(runID) {
+		h.setDetached(runID, false)
+	}
+	return func(ended *bool) {
+		if h.prod.detach(runID) && !*ended && r.Context().Err() != nil {
+			h.setDetached(runID, true)
+		}
+		h.metrics.streams.Add(-1)
+	}
+}
+
+// readLog calls send with each entry of runID's log after after until the
+// log closes. Offsets are opaque, but the wire needs each to be a valid SSE
+// id and never repeated: a backend breaking that fails the response rather
+// than corrupting a client's cursor. Logs are totally ordered, so a repeat
+// shows as the previous offset again (e.g. re-yielded after a wake-up);
+// only that one is kept, so a long catch-up costs no memory.
+func (h *Handler) readLog(ctx context.Context, runID, after string, send func(durable.Entry) error) error {
+	prev := after
+	for e, err := range h.cfg.Store.Read(ctx, runID, after) {
+		if err != nil {
+			return err
+		}
+		if e.Offset == prev || !durable.ValidOffset(e.Offset) {
+			return fmt.Errorf("run log of %q yielded an invalid or repeated offset %q", runID, e.Offset)
+		}
+		prev = e.Offset
+		if err := send(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeLogError answers a read of a run's log that failed before its first
+// entry.
+func writeLogError(w http.ResponseWriter, runID string, err error) {
+	switch {
+	case errors.Is(err, durable.ErrInvalidOffset):
+		writeError(w, http.StatusBadRequest, "invalid_offset", err.Error())
+	case errors.Is(err, durable.ErrRunNotFound):
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("unknown run %q", runID))
+	default:
+		writeError(w, http.StatusInternalServerError, "store", err.Error())
 	}
 }
 

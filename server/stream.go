@@ -62,10 +62,14 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, cr *chatRe
 	defer h.limits.plainRuns.Add(-1)
 	setStreamHeaders(w, cr.format)
 	w.WriteHeader(http.StatusOK)
-	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
-	enc := agui.NewWriter(fw, agui.WriterOptions{Format: cr.format, Profile: h.cfg.Profile, ThreadID: cr.input.ThreadID, RunID: cr.input.RunID})
+	sw := newStreamWriter(w)
+	defer sw.Close() // a no-op after the Close below; stops the sender if the engine's consumer panicked
+	enc := agui.NewWriter(sw, agui.WriterOptions{Format: cr.format, Profile: h.cfg.Profile, ThreadID: cr.input.ThreadID, RunID: cr.input.RunID})
 	h.metrics.runStarted()
 	failed, werr := WriteRun(enc, h.safeStream(chat.Stream(r.Context(), cr.opts), "runId", cr.input.RunID))
+	if err := sw.Close(); werr == nil {
+		werr = err
+	}
 	h.metrics.streamFinished(failed, werr)
 	if failed != nil && werr == nil {
 		h.cfg.Logger.Error("chat run failed", "runId", cr.input.RunID, "error", failed)

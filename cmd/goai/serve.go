@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -196,18 +197,20 @@ func modelOptions(model string, policy *workspace.Policy, bridgeHost string) (fu
 		if err != nil {
 			return nil, "", err
 		}
-		adapter := scripted.New(sc)
 		cat := newCatalogue()
-		if _, err := cat.Options(sc, adapter); err != nil {
+		base, err := cat.Options(sc, scripted.New(sc))
+		if err != nil {
 			return nil, "", err
 		}
+		base.Messages = nil
+		base.Tools = slices.Clip(base.Tools) // shared: a wrapper's append must copy
 		return func(*server.Request) (chat.Options, error) {
-			opts, err := cat.Options(sc, adapter)
-			if err != nil {
-				return chat.Options{}, err
-			}
-			opts.Messages = nil
-			return opts, nil
+			// The tools (and their JSON schemas) are stateless and built
+			// once; middleware (the "cache" LRU) is fresh per run.
+			mws, err := cat.Middleware(sc.Middleware)
+			opts := base
+			opts.Middleware = mws
+			return opts, err
 		}, "scripted " + sc.Name, nil
 	}
 	if h, desc, ok, err := harnessModel(model, os.Getenv, policy, bridgeHost); ok {

@@ -46,6 +46,7 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 	first, n, code, observed := res.first, res.n, res.code, res.observed
 	switch code {
 	case "ok":
+		s.recent.Add(scheme, runID, *first, data)
 		s.hub.Wake(runID)
 	case "dup":
 		if *n != int64(len(batch)) {
@@ -73,6 +74,7 @@ func (s *Store) Close(ctx context.Context, runID string) error {
 	if err != nil {
 		return wrap("close", err)
 	}
+	s.recent.Forget(runID)
 	s.hub.Wake(runID)
 	return nil
 }
@@ -219,6 +221,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 		}
 		return nil, wrap("upsert", err)
 	}
+	s.recent.Forget(runID)
 	s.hub.Wake(runID)
 	out := make([]string, len(entries))
 	for i, e := range entries {

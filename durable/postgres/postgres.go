@@ -54,10 +54,11 @@ type Options struct {
 
 // Store is a durable.Store in PostgreSQL.
 type Store struct {
-	opts Options
-	pool *pgxpool.Pool
-	hub  notify.Hub
-	tail tail.Reader
+	opts   Options
+	pool   *pgxpool.Pool
+	hub    notify.Hub
+	recent tail.Recent
+	tail   tail.Reader
 
 	ctx           context.Context // ends at Shutdown
 	cancel        context.CancelFunc
@@ -263,7 +264,7 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	s.tail = tail.Reader{
 		Scheme: scheme, Page: s.opts.ReadPage,
 		FirstChunkDeadline: s.opts.FirstChunkDeadline,
-		Hub:                &s.hub, Closed: s.isClosed, Query: s.query,
+		Hub:                &s.hub, Closed: s.isClosed, Query: s.query, Recent: &s.recent,
 	}
 	go s.committer()
 	return s, nil

@@ -209,3 +209,8 @@ func TestRequestStoreConformance(t *testing.T) {
 	testURL(t)
 	durabletest.Requests(t, func(t *testing.T) durable.Store { return open(t, newSchema(t), nil) })
 }
+
+func TestReadAcrossInstances(t *testing.T) {
+	cs := newSchema(t)
+	durabletest.ReadAcrossInstances(t, open(t, cs, nil), open(t, cs, nil))
+}

@@ -31,10 +31,15 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 		return []string{}, ctx.Err()
 	}
 	var first, n int64
-	err := s.exec(ctx, runID, func(tx *sql.Tx) error {
+	var stored bool
+	err := s.execThen(ctx, runID, func(tx *sql.Tx) error {
 		var err error
-		first, n, err = appendTx(tx, runID, batch, opts, s.opts.Now())
+		first, n, stored, err = s.appendTx(tx, runID, batch, opts, s.opts.Now())
 		return err
+	}, func() {
+		if stored {
+			s.recent.Add(scheme, runID, first, batch)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -42,68 +47,67 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 	return offsets(runID, first, n), nil
 }
 
-func appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, err error) {
+// appendTx appends batch; stored is false when it was a repeat (an
+// idempotent append already stored).
+func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, stored bool, err error) {
 	p := opts.Producer
 	if p.ID != "" {
-		err := tx.QueryRow(`SELECT first_seq, n FROM goai_producers WHERE run_id = ? AND producer_id = ? AND producer_seq = ?`,
-			runID, p.ID, p.Seq).Scan(&first, &n)
+		err := tx.Stmt(s.st.producerGet).QueryRow(runID, p.ID, p.Seq).Scan(&first, &n)
 		switch {
 		case err == nil:
 			if n != int64(len(batch)) {
-				return 0, 0, fmt.Errorf("%w: run %q producer %q seq %d", durable.ErrProducerConflict, runID, p.ID, p.Seq)
+				return 0, 0, false, fmt.Errorf("%w: run %q producer %q seq %d", durable.ErrProducerConflict, runID, p.ID, p.Seq)
 			}
-			return first, n, nil
+			return first, n, false, nil
 		case !errors.Is(err, sql.ErrNoRows):
-			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
 	if opts.Epoch > 0 {
 		var observed sql.NullInt64
-		err := tx.QueryRow(`SELECT driver_epoch FROM goai_runs WHERE run_id = ?`, runID).Scan(&observed)
+		err := tx.Stmt(s.st.epoch).QueryRow(runID).Scan(&observed)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 		if observed.Int64 != opts.Epoch {
-			return 0, 0, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: observed.Int64}
+			return 0, 0, false, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: observed.Int64}
 		}
 	}
+	// Claim the seqs in one statement; only a log that is closed or not
+	// there yet needs a second look.
+	n = int64(len(batch))
 	var last int64
-	var closed sql.NullInt64
-	err = tx.QueryRow(`SELECT last_seq, closed_at FROM goai_logs WHERE run_id = ?`, runID).Scan(&last, &closed)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES (?, 0, ?)`, runID, now.UnixMilli()); err != nil {
-			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+	err = tx.Stmt(s.st.logAdvance).QueryRow(n, runID).Scan(&last)
+	last -= n
+	if errors.Is(err, sql.ErrNoRows) {
+		var closed sql.NullInt64
+		err = tx.Stmt(s.st.logGet).QueryRow(runID).Scan(&last, &closed)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			last = 0
+			_, err = tx.Stmt(s.st.logCreate).Exec(runID, n, now.UnixMilli())
+		case err == nil:
+			return 0, 0, false, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
 		}
-	case err != nil:
-		return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
-	case closed.Valid:
-		return 0, 0, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
 	}
-	ins, err := tx.Prepare(`INSERT INTO goai_entries (run_id, seq, data) VALUES (?, ?, ?)`)
 	if err != nil {
-		return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
-	defer ins.Close()
+	ins := tx.Stmt(s.st.entryPut)
 	for i, b := range batch {
 		if b == nil {
 			b = []byte{}
 		}
 		if _, err := ins.Exec(runID, last+1+int64(i), b); err != nil {
-			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
-	}
-	n = int64(len(batch))
-	if _, err := tx.Exec(`UPDATE goai_logs SET last_seq = ? WHERE run_id = ?`, last+n, runID); err != nil {
-		return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
 	if p.ID != "" {
-		if _, err := tx.Exec(`INSERT INTO goai_producers (run_id, producer_id, producer_seq, first_seq, n) VALUES (?, ?, ?, ?, ?)`,
-			runID, p.ID, p.Seq, last+1, n); err != nil {
-			return 0, 0, fmt.Errorf("durable/sqlite: append: %w", err)
+		if _, err := tx.Stmt(s.st.producerPut).Exec(runID, p.ID, p.Seq, last+1, n); err != nil {
+			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
-	return last + 1, n, nil
+	return last + 1, n, true, nil
 }
 
 // Close implements durable.Log.
@@ -112,14 +116,14 @@ func (s *Store) Close(ctx context.Context, runID string) error {
 		return err
 	}
 	now := s.opts.Now().UnixMilli()
-	return s.exec(ctx, runID, func(tx *sql.Tx) error {
+	return s.execThen(ctx, runID, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at) VALUES (?, 0, ?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at)`, runID, now, now)
 		if err != nil {
 			return fmt.Errorf("durable/sqlite: close: %w", err)
 		}
 		return nil
-	})
+	}, func() { s.recent.Forget(runID) })
 }
 
 // Snapshot implements durable.Log.
@@ -146,8 +150,7 @@ func (s *Store) page(ctx context.Context, runID string, after, upTo int64, limit
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, data FROM goai_entries WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
-		runID, after, upTo, limit)
+	rows, err := s.st.readPage.QueryContext(ctx, runID, after, upTo, limit)
 	if err != nil {
 		return fmt.Errorf("durable/sqlite: read: %w", err)
 	}
@@ -173,7 +176,7 @@ func (s *Store) page(ctx context.Context, runID string, after, upTo int64, limit
 // false when the run has no log.
 func (s *Store) logState(ctx context.Context, runID string) (last int64, closed, ok bool, err error) {
 	var closedAt sql.NullInt64
-	err = s.r.QueryRowContext(ctx, `SELECT last_seq, closed_at FROM goai_logs WHERE run_id = ?`, runID).Scan(&last, &closedAt)
+	err = s.st.readState.QueryRowContext(ctx, runID).Scan(&last, &closedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, false, nil
 	}
@@ -193,12 +196,7 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 		}
 		return &tail.State{Exists: ok, Last: last, Closed: closed}, nil
 	}
-	rows, err := s.r.QueryContext(ctx, `
-		SELECT l.last_seq, l.closed_at IS NOT NULL, e.seq, e.data
-		FROM goai_logs l
-		LEFT JOIN goai_entries e ON e.run_id = l.run_id AND e.seq > ? AND e.seq <= l.last_seq
-		WHERE l.run_id = ?
-		ORDER BY e.seq LIMIT ?`, after, runID, limit)
+	rows, err := s.st.readLog.QueryContext(ctx, after, runID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("durable/sqlite: read: %w", err)
 	}
@@ -238,7 +236,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 		return []string{}, nil
 	}
 	now := s.opts.Now().UnixMilli()
-	err := s.exec(ctx, runID, func(tx *sql.Tx) error {
+	err := s.execThen(ctx, runID, func(tx *sql.Tx) error {
 		var last int64
 		var closed sql.NullInt64
 		err := tx.QueryRow(`SELECT last_seq, closed_at FROM goai_logs WHERE run_id = ?`, runID).Scan(&last, &closed)
@@ -272,7 +270,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 			return fmt.Errorf("durable/sqlite: upsert: %w", err)
 		}
 		return nil
-	})
+	}, func() { s.recent.Forget(runID) })
 	if err != nil {
 		return nil, err
 	}

@@ -132,7 +132,7 @@ func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (dura
 
 // Get implements durable.RunStore.
 func (s *Store) Get(ctx context.Context, runID string) (durable.RunRecord, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM goai_runs WHERE run_id = ?`, runID))
+	r, err := scanRun(s.st.readRun.QueryRowContext(ctx, runID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("%w: %q", durable.ErrRunNotFound, runID)
 	}

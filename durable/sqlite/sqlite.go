@@ -69,7 +69,9 @@ type Store struct {
 	stopped chan struct{}
 	once    sync.Once
 	hub     notify.Hub
+	recent  tail.Recent
 	tail    tail.Reader
+	st      stmts
 
 	mu     sync.RWMutex // guards closed against sends on ops
 	closed bool
@@ -86,9 +88,10 @@ var _ interface {
 // op is one write request run by the writer goroutine in its own savepoint
 // of a group transaction.
 type op struct {
-	fn   func(tx *sql.Tx) error
-	wake string // run whose readers to wake after the commit
-	done chan error
+	fn        func(tx *sql.Tx) error
+	committed func() // if set, run after the commit, before the wake-up
+	wake      string // run whose readers to wake after the commit
+	done      chan error
 }
 
 const schema = `
@@ -205,10 +208,15 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.r.SetMaxOpenConns(8)
 	s.r.SetMaxIdleConns(8)
+	if err := s.prepare(); err != nil {
+		s.w.Close()
+		s.r.Close()
+		return nil, err
+	}
 	s.tail = tail.Reader{
 		Scheme: scheme, Page: s.opts.ReadPage, Poll: s.opts.PollInterval,
 		FirstChunkDeadline: s.opts.FirstChunkDeadline,
-		Hub:                &s.hub, Closed: s.isClosed, Query: s.query,
+		Hub:                &s.hub, Closed: s.isClosed, Query: s.query, Recent: &s.recent,
 	}
 	go s.writer()
 	return s, nil
@@ -225,6 +233,7 @@ func (s *Store) Shutdown() error {
 		close(s.stop)
 		<-s.stopped
 		s.hub.Close()
+		s.st.close()
 		err = errors.Join(s.w.Close(), s.r.Close())
 	})
 	return err
@@ -240,10 +249,16 @@ func (s *Store) isClosed() bool {
 // commit. Once queued, a write is not abandoned because ctx ends: the caller
 // learns its outcome.
 func (s *Store) exec(ctx context.Context, wake string, fn func(tx *sql.Tx) error) error {
+	return s.execThen(ctx, wake, fn, nil)
+}
+
+// execThen is exec with committed run after a successful commit, before
+// the wake-up.
+func (s *Store) execThen(ctx context.Context, wake string, fn func(tx *sql.Tx) error, committed func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{fn: fn, wake: wake, done: make(chan error, 1)}
+	o := &op{fn: fn, committed: committed, wake: wake, done: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -314,29 +329,54 @@ func (s *Store) commit(group []*op) {
 		fail(fmt.Errorf("durable/sqlite: begin: %w", err))
 		return
 	}
+	if len(group) == 1 {
+		// Alone in its transaction, an op needs no savepoint: its failure
+		// rolls back the transaction.
+		o := group[0]
+		if err := o.fn(tx); err != nil {
+			tx.Rollback()
+			o.done <- err
+			return
+		}
+		s.finish(tx, group, []error{nil})
+		return
+	}
 	errs := make([]error, len(group))
 	for i, o := range group {
-		if _, err := tx.Exec("SAVEPOINT op"); err != nil {
+		if _, err := tx.Stmt(s.st.savepoint).Exec(); err != nil {
 			tx.Rollback()
 			fail(fmt.Errorf("durable/sqlite: savepoint: %w", err))
 			return
 		}
 		errs[i] = o.fn(tx)
-		stmt := "RELEASE op"
 		if errs[i] != nil {
-			stmt = "ROLLBACK TO op; RELEASE op"
+			if _, err := tx.Stmt(s.st.rollbackTo).Exec(); err != nil {
+				tx.Rollback()
+				fail(fmt.Errorf("durable/sqlite: rollback to savepoint: %w", err))
+				return
+			}
 		}
-		if _, err := tx.Exec(stmt); err != nil {
+		if _, err := tx.Stmt(s.st.release).Exec(); err != nil {
 			tx.Rollback()
-			fail(fmt.Errorf("durable/sqlite: %s: %w", stmt, err))
+			fail(fmt.Errorf("durable/sqlite: release savepoint: %w", err))
 			return
 		}
 	}
+	s.finish(tx, group, errs)
+}
+
+// finish commits tx and reports each op's outcome (errs[i] for group[i]).
+func (s *Store) finish(tx *sql.Tx, group []*op, errs []error) {
 	if err := tx.Commit(); err != nil {
-		fail(fmt.Errorf("durable/sqlite: commit: %w", err))
+		for _, o := range group {
+			o.done <- fmt.Errorf("durable/sqlite: commit: %w", err)
+		}
 		return
 	}
 	for i, o := range group {
+		if errs[i] == nil && o.committed != nil {
+			o.committed()
+		}
 		if errs[i] == nil && o.wake != "" {
 			s.hub.Wake(o.wake)
 		}

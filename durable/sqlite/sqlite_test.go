@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goai-sdk/goai/durable"
 	"github.com/goai-sdk/goai/durable/durabletest"
@@ -178,4 +179,14 @@ func TestCrashRecovery(t *testing.T) {
 
 func TestRequestStoreConformance(t *testing.T) {
 	durabletest.Requests(t, func(t *testing.T) durable.Store { return newStore(t) })
+}
+
+func TestReadAcrossProcessesWithPolling(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "durable.db")
+	local, err := sqlite.Open(path, &sqlite.Options{PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { local.Shutdown() })
+	durabletest.ReadAcrossInstances(t, local, open(t, path))
 }

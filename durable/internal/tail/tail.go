@@ -52,6 +52,9 @@ type Reader struct {
 	// Query returns runID's state and up to limit entries after seq after,
 	// in one snapshot; limit 0 asks for the state only.
 	Query func(ctx context.Context, runID string, after int64, limit int) (*State, error)
+	// Recent, if set, holds the entries the store appended lately; tailers
+	// read them from there instead of querying.
+	Recent *Recent
 
 	flight flight.Group[key, *State]
 }
@@ -75,12 +78,47 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 			}
 			return
 		}
+		// After a round that read the cache, its wait is held until the
+		// next round has taken its own: the same channel again means nothing
+		// woke the read in between (no append, close or notification), so
+		// with nothing new cached it parks without a query.
+		var held func()
+		var heldWake <-chan struct{}
+		defer func() {
+			if held != nil {
+				held()
+			}
+		}()
 		for {
 			wake, release := t.Hub.Wait(runID)
+			quiet := wake == heldWake
+			if held != nil {
+				held()
+				held, heldWake = nil, nil
+			}
 			if t.Closed() {
 				release()
 				yield(durable.Entry{}, durable.ErrStoreClosed)
 				return
+			}
+			if es := t.Recent.after(runID, pos); len(es) > 0 {
+				for _, e := range es {
+					if ctx.Err() != nil || !yield(e, nil) {
+						release()
+						return
+					}
+					pos++
+				}
+				held, heldWake = release, wake
+				continue
+			}
+			if quiet {
+				ok := t.park(ctx, wake, nil)
+				release()
+				if !ok {
+					return
+				}
+				continue
 			}
 			st, err := t.fetch(ctx, runID, pos, t.Page, t.flight.Token(wake))
 			if err == nil && (!st.Exists || (pos < st.Last && len(st.Entries) == 0)) {

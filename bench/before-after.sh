@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# goai serve at an earlier commit against the working tree, on the same
+# load, alternating (before, after, before, ...) so both see the same
+# machine: plain (--store none) and SQLite, each pacing in DELAYS, ROUNDS
+# rounds, a fresh server per measurement, driven by bench/load as in
+# serve-vs-reference.sh. Prints every measurement and the medians, and the
+# ratios after/before of server CPU per event and token latency p99, the
+# figures least disturbed by other load on the machine.
+#
+# Usage: bench/before-after.sh REV [CLIENTS] [ROUNDS]
+# env: DELAYS="0 10 50" STORES="none sqlite" TOKENS=200 RUNS=1 GOAI_BENCH_OUT=dir
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+rev=${1:?usage: bench/before-after.sh REV [CLIENTS] [ROUNDS]}
+clients=${2:-100}
+rounds=${3:-3}
+delays=${DELAYS:-0 10 50}
+stores=${STORES:-none sqlite}
+tokens=${TOKENS:-200}
+runs=${RUNS:-1}
+out=${GOAI_BENCH_OUT:-$root/bench/out}
+mkdir -p "$out"
+command -v node >/dev/null || { echo "before-after.sh: node is required" >&2; exit 1; }
+
+src=$(mktemp -d)
+pid=
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$src"
+}
+trap cleanup EXIT
+echo "building goai at $rev and at the working tree, and bench/load" >&2
+git archive "$rev" | tar -x -C "$src"
+(cd "$src" && go build -o "$out/goai-before" ./cmd/goai)
+go build -o "$out/goai-after" ./cmd/goai
+go build -o "$out/load" ./bench/load
+want=$(( clients * 3 + 256 ))
+[ "$(ulimit -n)" -ge "$want" ] || ulimit -n "$want" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+results="$out/before-after.jsonl"
+: >"$results"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+for d in $delays; do
+  sc="$out/load-$tokens-$d.json"
+  "$out/load" -write-scenario "$sc" -tokens "$tokens" -delay-ms "$d" -tool-every 3
+  for st in $stores; do
+    for i in $(seq 1 "$rounds"); do
+      for which in before after; do
+        log="$out/server-$which.log"
+        : >"$log"
+        spec=$st
+        if [ "$st" = sqlite ]; then
+          rm -rf "$out/db-$which" && mkdir -p "$out/db-$which"
+          spec="sqlite:$out/db-$which/goai.db"
+        fi
+        GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai-$which" serve --no-tools --addr 127.0.0.1:0 --store "$spec" \
+          --model "scripted:$sc" >"$log" 2>&1 &
+        pid=$!
+        url=
+        for _ in $(seq 1 300); do
+          url=$(grep -o 'serving on http://[^ ]*' "$log" | head -1 | sed 's/serving on //') || true
+          [ -n "$url" ] && break
+          sleep 0.1
+        done
+        [ -n "$url" ] || { echo "goai-$which did not start:" >&2; cat "$log" >&2; exit 1; }
+        line=$("$out/load" -url "$url/api/chat" -pid "$pid" -clients "$clients" -runs "$runs" -tokens "$tokens" \
+          -warmup 5 -timeout 10m -json -label "$which $st delay=$d round=$i")
+        kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=
+        echo "$line" >>"$results"
+        node -e '
+          const r = JSON.parse(process.argv[1]); const t = r.tally
+          console.log(`${r.label.padEnd(32)} ${r.events_per_s.toFixed(0).padStart(7)} ev/s  CPU ${r.server_cpu_s.toFixed(2)} s  ` +
+            `token p50/p99 ${r.token_latency_p50_ms.toFixed(1)}/${r.token_latency_p99_ms.toFixed(1)} ms  ` +
+            `lost ${t.Lost} dup ${t.Duplicated} reord ${t.Reordered} err ${t.Failed}  load ${r.loadavg}`)' "$line"
+      done
+    done
+  done
+done
+echo "load average at start: $load0, at end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+node - "$results" <<'JS'
+const fs = require('node:fs')
+const rows = fs.readFileSync(process.argv[2], 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const n = s.length; return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2 }
+const by = {}
+for (const r of rows) {
+  const [which, store, delay] = r.label.split(' ')
+  ;((by[`${store} ${delay}`] ??= {})[which] ??= []).push(r)
+}
+for (const [key, w] of Object.entries(by)) {
+  const m = {}
+  for (const [which, rs] of Object.entries(w)) {
+    m[which] = {
+      evs: median(rs.map((r) => r.events_per_s)),
+      cpuPerK: median(rs.map((r) => 1000 * r.server_cpu_s / Math.max(r.tally.Events, 1))),
+      p50: median(rs.map((r) => r.token_latency_p50_ms)),
+      p99: median(rs.map((r) => r.token_latency_p99_ms)),
+    }
+    const x = m[which]
+    console.log(`median ${key.padEnd(16)} ${which.padEnd(6)} ${x.evs.toFixed(0)} ev/s, ${(1000 * x.cpuPerK).toFixed(0)} ms server CPU per 1,000 events, token p50/p99 ${x.p50.toFixed(1)}/${x.p99.toFixed(1)} ms`)
+  }
+  if (m.before && m.after) {
+    console.log(`ratio  ${key.padEnd(16)} after/before: CPU per event ${(m.after.cpuPerK / m.before.cpuPerK).toFixed(2)}, ` +
+      `token p99 ${(m.after.p99 / m.before.p99).toFixed(2)}, events/s ${(m.after.evs / m.before.evs).toFixed(2)}`)
+  }
+}
+JS

@@ -1,0 +1,86 @@
+package tail
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/goai-sdk/goai/durable"
+)
+
+func batch(from, n int) [][]byte {
+	var b [][]byte
+	for i := range n {
+		b = append(b, fmt.Appendf(nil, "e%d", from+i))
+	}
+	return b
+}
+
+func seqs(t *testing.T, es []durable.Entry) []string {
+	t.Helper()
+	var out []string
+	for _, e := range es {
+		seq, err := durable.ParseOffset("t", "r", e.Offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("e%d", seq); string(e.Data) != want {
+			t.Fatalf("entry %d holds %q, want %q", seq, e.Data, want)
+		}
+		out = append(out, string(e.Data))
+	}
+	return out
+}
+
+func TestRecent(t *testing.T) {
+	var c Recent
+	if es := c.after("r", 0); es != nil {
+		t.Fatalf("empty cache yielded %v", es)
+	}
+	src := batch(1, 3)
+	c.Add("t", "r", 1, src)
+	src[0][0] = 'X' // the cache holds copies
+	if got := fmt.Sprint(seqs(t, c.after("r", 0))); got != "[e1 e2 e3]" {
+		t.Fatalf("after 0: %s", got)
+	}
+	if got := fmt.Sprint(seqs(t, c.after("r", 2))); got != "[e3]" {
+		t.Fatalf("after 2: %s", got)
+	}
+	if es := c.after("r", 3); es != nil {
+		t.Fatalf("after the tail: %v", seqs(t, es))
+	}
+	// A gap (entries 4-5 appended elsewhere) starts afresh: a reader at 3
+	// must query, not skip 4 and 5.
+	c.Add("t", "r", 6, batch(6, 1))
+	if es := c.after("r", 3); es != nil {
+		t.Fatalf("read across a gap: %v", seqs(t, es))
+	}
+	if got := fmt.Sprint(seqs(t, c.after("r", 5))); got != "[e6]" {
+		t.Fatalf("after 5: %s", got)
+	}
+	// Bounded: a long run keeps its last entries only, in order.
+	next := 7
+	for range 10 {
+		c.Add("t", "r", int64(next), batch(next, 50))
+		next += 50
+	}
+	held := c.after("r", int64(next-2))
+	if n := len(c.logs["r"].entries); n > 2*recentEntries {
+		t.Fatalf("%d entries kept", n)
+	}
+	if es := c.after("r", int64(next-2*recentEntries-2)); es != nil {
+		t.Fatal("an entry older than the window was served")
+	}
+	es := c.after("r", int64(next-recentEntries-1))
+	if len(es) != recentEntries || string(es[0].Data) != fmt.Sprintf("e%d", next-recentEntries) { // at least the window
+		t.Fatalf("window: %d entries from %q", len(es), es[0].Data)
+	}
+	seqs(t, es)
+	c.Add("t", "r", int64(next), batch(next, recentEntries))
+	if got := fmt.Sprint(seqs(t, held)); got != fmt.Sprintf("[e%d]", next-1) {
+		t.Fatalf("a slice handed out changed: %s", got)
+	}
+	c.Forget("r")
+	if es := c.after("r", int64(next)); es != nil {
+		t.Fatal("forgotten log still served")
+	}
+}
