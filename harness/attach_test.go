@@ -13,6 +13,7 @@ import (
 	"github.com/goai-sdk/goai/harness"
 	"github.com/goai-sdk/goai/sandbox"
 	"github.com/goai-sdk/goai/sandbox/local"
+	"github.com/goai-sdk/goai/workspace"
 )
 
 // attach runs the adapter in attach mode (a takeover) on a local sandbox.
@@ -84,5 +85,50 @@ func TestAttachToDeadAgent(t *testing.T) {
 	}
 	if _, err := os.Stat(j.Path()); err != nil {
 		t.Errorf("the journal of a run that did not end was removed: %v", err)
+	}
+}
+
+// An ACP agent's permission request for a command the policy asks about is
+// refused, and the turn ends with an approve_command call: the run pauses
+// with an approval interrupt for it.
+func TestACPAskBecomesApprovalInterrupt(t *testing.T) {
+	bin := agentBinary(t, "claude-code-acp")
+	dir := gitRepo(t)
+	bash := toolCall("toolu_b", "Bash", 0, map[string]any{"command": "touch approved.txt", "description": "create a file"})
+	turns := `[
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},` + bash + `,{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"tool_calls"}],
+ [{"type":"RUN_STARTED","runId":"r","threadId":"t"},{"type":"TEXT_MESSAGE_START","messageId":"m2","role":"assistant"},{"type":"TEXT_MESSAGE_CONTENT","messageId":"m2","delta":"I need your approval."},{"type":"TEXT_MESSAGE_END","messageId":"m2"},{"type":"RUN_FINISHED","runId":"r","threadId":"t","finishReason":"stop"}]
+]`
+	base := mockModelWithHelper(t, turns)
+	policy, err := workspace.ParsePolicy([]byte(`{"commands":{"deny":["rm *"]},"default":"ask"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := harness.New(harness.ACP{Command: shellQuote(bin), Policy: policy}, "claude-sonnet-4-5", harness.Options{Env: map[string]string{
+		"ANTHROPIC_BASE_URL": strings.TrimSuffix(base, "/v1"),
+		"ANTHROPIC_API_KEY":  "dummy-key",
+		"HOME":               t.TempDir(),
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"IS_SANDBOX": "1",
+	}})
+	evs, err := runAgent(t, adapter, dir, harness.ApprovalTool())
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, eventTypes(evs))
+	}
+	var asked string
+	var outcome *agui.Outcome
+	for _, ev := range evs {
+		if ev.Type == agui.ToolCallStart && ev.ToolCallName == harness.ApproveCommandTool {
+			asked = ev.ToolCallID
+		}
+		if ev.Type == agui.RunFinished {
+			outcome = ev.Outcome
+		}
+	}
+	if asked == "" || outcome == nil || outcome.Type != "interrupt" {
+		t.Fatalf("no approval interrupt for the asked command (outcome %+v): %s", outcome, eventTypes(evs))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "approved.txt")); err == nil {
+		t.Error("the command ran without approval")
 	}
 }
