@@ -304,6 +304,11 @@ func (p *producer) run(opts chat.Options) {
 		log.Info("detached durable run aborted; its log stays open")
 		return
 	}
+	if p.align != nil && !p.align.diverged {
+		// A replay cut short (a cancel, a shutdown) still ends its run:
+		// what the producer writes now follows the stored prefix.
+		p.align = nil
+	}
 	p.writeEnd(sawTerminal, thrown)
 	if err := p.flush(); err != nil {
 		log.Error("durable append failed", "error", err)

@@ -24,7 +24,10 @@ import (
 type journalAdapter struct {
 	events     []agui.Event
 	pauseAfter int
-	launches   int
+	// attachPauseAfter > 0 makes an attach stop after that many events and
+	// wait, like a slow journal read.
+	attachPauseAfter int
+	launches         int
 }
 
 func (a *journalAdapter) Name() string    { return "journal" }
@@ -36,7 +39,7 @@ func (a *journalAdapter) ChatStream(ctx context.Context, req *chat.Request) iter
 	}
 	return func(yield func(agui.Event, error) bool) {
 		for i, ev := range a.events {
-			if !req.Attach && a.pauseAfter > 0 && i == a.pauseAfter {
+			if (!req.Attach && a.pauseAfter > 0 && i == a.pauseAfter) || (req.Attach && a.attachPauseAfter > 0 && i == a.attachPauseAfter) {
 				<-ctx.Done()
 				yield(agui.Event{}, context.Cause(ctx))
 				return
@@ -247,4 +250,34 @@ func TestRedriveRefusesPlainModels(t *testing.T) {
 		rec, _ := s.Get(context.Background(), "r1")
 		return rec.Status.Terminal()
 	})
+}
+
+// A cancel while the successor is still replaying the stored prefix ends
+// the run cancelled, right after what was stored; it is no divergence.
+func TestRedriveCancelledDuringReplay(t *testing.T) {
+	s := durable.NewMemory(nil)
+	events := agentEvents("a", "b", "c", "d")
+	killedMidRun(t, s, &journalAdapter{events: events, pauseAfter: 5}, 5)
+	h2, _ := journalHandler(t, s, &journalAdapter{events: events, attachPauseAfter: 2})
+	rc := &server.Recovery{Store: s, Lease: 50 * time.Millisecond, Redrive: h2.Redrive}
+	waitFor(t, "recovery to re-drive the run", func() bool {
+		res, err := rc.Sweep(context.Background())
+		return err == nil && res.Redriven == 1
+	})
+	if err := s.Update(context.Background(), "r1", durable.RunPatch{CancelRequested: durable.Set(true)}); err != nil {
+		t.Fatal(err)
+	}
+	h2.Wait()
+	entries, _ := s.Snapshot(context.Background(), "r1")
+	last := decode(t, entries[len(entries)-1].Data)
+	if last.Type != agui.RunError || last.Code != "cancelled" {
+		t.Fatalf("the log ends with %s %q %q, want RUN_ERROR cancelled", last.Type, last.Code, last.Message)
+	}
+	var ds []agui.Event
+	for _, e := range entries {
+		ds = append(ds, decode(t, e.Data))
+	}
+	if got := logDeltas(ds); got != "abc" {
+		t.Errorf("deltas %q, want the stored abc once", got)
+	}
 }

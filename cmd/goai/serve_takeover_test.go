@@ -439,6 +439,10 @@ func TestServeCancelStopsBubblewrappedAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gres.Body.Close()
+	if gres.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(gres.Body)
+		t.Fatalf("re-attach: %s %s", gres.Status, msg)
+	}
 	var last event
 	readSSE(gres.Body, func(e sseEvent) bool { last = e.ev; return true })
 	if last.str("type") != "RUN_ERROR" || last.str("code") != "cancelled" {
