@@ -21,16 +21,7 @@ import (
 // the whole-tree diff and the session id, and the file is in the thread's
 // workspace.
 func TestServeClaudeCodeAgent(t *testing.T) {
-	bin, err := filepath.Abs("../../harness/testdata/agents/node_modules/.bin/claude")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Claude Code is not installed (scripts/test.sh runs npm ci in harness/testdata/agents): %v", err)
-		}
-		t.Skip("Claude Code not installed: npm ci in harness/testdata/agents")
-	}
+	bin := claudeCLI(t)
 	const thread = "agent-thread"
 	data := t.TempDir()
 	dir := filepath.Join(data, "workspaces", threadDirName(thread))
@@ -82,16 +73,7 @@ func TestServeClaudeCodeAgent(t *testing.T) {
 // the resumed run continues the agent's session with the command allowed,
 // and the command runs.
 func TestServeClaudeCodeAsksApproval(t *testing.T) {
-	bin, err := filepath.Abs("../../harness/testdata/agents/node_modules/.bin/claude")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Claude Code is not installed (scripts/test.sh runs npm ci in harness/testdata/agents): %v", err)
-		}
-		t.Skip("Claude Code not installed: npm ci in harness/testdata/agents")
-	}
+	bin := claudeCLI(t)
 	const thread = "ask-thread"
 	bash := func(id string) string {
 		args, _ := json.Marshal(map[string]string{"command": "touch approved.txt", "description": "create a file"})
@@ -199,4 +181,21 @@ func TestServeSweepsOldJournals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(jdir, "fresh-run.ndjson")); err != nil {
 		t.Errorf("a recent orphan's journal was swept: %v", err)
 	}
+}
+
+// claudeCLI is the Claude Code CLI that scripts/test.sh installs in
+// harness/testdata/agents; CI must have it, a developer without it skips.
+func claudeCLI(t *testing.T) string {
+	t.Helper()
+	bin, err := filepath.Abs("../../harness/testdata/agents/node_modules/.bin/claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Claude Code is not installed (scripts/test.sh runs npm ci in harness/testdata/agents): %v", err)
+		}
+		t.Skip("Claude Code not installed: npm ci in harness/testdata/agents")
+	}
+	return bin
 }

@@ -91,16 +91,7 @@ func startServeProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, s
 // and the client that re-attaches with Last-Event-ID sees every event
 // exactly once and the run's true end, with the agent launched once.
 func TestServeTakeoverAfterKill(t *testing.T) {
-	bin, err := filepath.Abs("../../harness/testdata/agents/node_modules/.bin/claude")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Claude Code is not installed (scripts/test.sh runs npm ci in harness/testdata/agents): %v", err)
-		}
-		t.Skip("Claude Code not installed: npm ci in harness/testdata/agents")
-	}
+	bin := claudeCLI(t)
 	const thread, runID = "takeover-thread", "takeover-run-1"
 	data := t.TempDir()
 	dir := filepath.Join(data, "workspaces", threadDirName(thread))
@@ -137,54 +128,26 @@ func TestServeTakeoverAfterKill(t *testing.T) {
 	// Host 1 streams until the agent's first edit has its result, then is
 	// killed.
 	host1, base1, _ := startServeProcess(t, env, args...)
-	body, _ := json.Marshal(runBody(thread, runID, []map[string]any{{"id": "u1", "role": "user", "content": "Create hello.txt, then change it."}}))
-	req, _ := http.NewRequest(http.MethodPost, base1+"/api/chat", strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Run-Id", runID)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seen []sseEvent
-	readSSE(res.Body, func(e sseEvent) bool {
-		seen = append(seen, e)
-		return e.ev.str("type") != "TOOL_CALL_RESULT"
-	})
+	seen := startRun(t, base1, thread, runID, func(e sseEvent) bool { return e.ev.str("type") == "TOOL_CALL_RESULT" })
 	if err := host1.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
 	_ = host1.Wait()
-	res.Body.Close()
-	if len(seen) == 0 || seen[len(seen)-1].ev.str("type") != "TOOL_CALL_RESULT" {
+	if seen[len(seen)-1].ev.str("type") != "TOOL_CALL_RESULT" {
 		t.Fatalf("host 1's stream ended before the first tool result: %d events", len(seen))
 	}
 
 	// Host 2 on the same store and data directory; the client re-attaches
 	// with the last offset it saw.
 	_, base2, log2 := startServeProcess(t, env, args...)
-	last := seen[len(seen)-1].id
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	greq, _ := http.NewRequestWithContext(ctx, http.MethodGet, base2+"/api/chat?runId="+runID, nil)
-	greq.Header.Set("Last-Event-ID", last)
-	gres, err := http.DefaultClient.Do(greq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gres.Body.Close()
-	if gres.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(gres.Body)
-		t.Fatalf("re-attach: %s %s", gres.Status, msg)
-	}
 	var rest []sseEvent
 	var firstNew time.Duration
-	readSSE(gres.Body, func(e sseEvent) bool {
+	reattach(t, base2, runID, seen[len(seen)-1].id, func(e sseEvent) {
 		if len(rest) == 0 {
 			firstNew = time.Since(killed)
 		}
 		rest = append(rest, e)
-		return true
 	})
 	t.Logf("host killed -> successor's first event at the client: %v (lease 1s; the model's next turn is scripted 4 s later); %d events before, %d after", firstNew, len(seen), len(rest))
 	if at, ok := logTime(log2.String(), "durable run taken over"); ok {
@@ -340,35 +303,13 @@ func TestServeTakeoverBubblewrap(t *testing.T) {
 	args := []string{"--store", "sqlite:" + filepath.Join(data, "goai.db"), "--model", "claude-code:fake", "--sandbox", "bwrap", "--workspace", ws}
 	host1, base1, _ := startServeProcess(t, env, args...)
 	const runID = "bwrap-run-1"
-	body, _ := json.Marshal(runBody("bwrap-thread", runID, []map[string]any{{"id": "u1", "role": "user", "content": "work"}}))
-	req, _ := http.NewRequest(http.MethodPost, base1+"/api/chat", strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Run-Id", runID)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seen []sseEvent
-	readSSE(res.Body, func(e sseEvent) bool {
-		seen = append(seen, e)
-		return !strings.Contains(e.data, "step one")
-	})
+	seen := startRun(t, base1, "bwrap-thread", runID, func(e sseEvent) bool { return strings.Contains(e.data, "step one") })
 	_ = host1.Process.Kill()
 	_ = host1.Wait()
-	res.Body.Close()
 
 	_, base2, _ := startServeProcess(t, env, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	greq, _ := http.NewRequestWithContext(ctx, http.MethodGet, base2+"/api/chat?runId="+runID, nil)
-	greq.Header.Set("Last-Event-ID", seen[len(seen)-1].id)
-	gres, err := http.DefaultClient.Do(greq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gres.Body.Close()
 	var rest []sseEvent
-	readSSE(gres.Body, func(e sseEvent) bool { rest = append(rest, e); return true })
+	reattach(t, base2, runID, seen[len(seen)-1].id, func(e sseEvent) { rest = append(rest, e) })
 	all := append(append([]sseEvent(nil), seen...), rest...)
 	checkExactlyOnce(t, all)
 	s := summarize(eventsOf(all))
@@ -397,22 +338,9 @@ func TestServeCancelStopsBubblewrappedAgent(t *testing.T) {
 	args := []string{"--store", "sqlite:" + filepath.Join(t.TempDir(), "goai.db"), "--model", "claude-code:fake", "--sandbox", "bwrap", "--workspace", ws}
 	host1, base1, _ := startServeProcess(t, env, args...)
 	const runID = "bwrap-cancel-1"
-	body, _ := json.Marshal(runBody("bwrap-thread", runID, []map[string]any{{"id": "u1", "role": "user", "content": "work"}}))
-	req, _ := http.NewRequest(http.MethodPost, base1+"/api/chat", strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Run-Id", runID)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seen []sseEvent
-	readSSE(res.Body, func(e sseEvent) bool {
-		seen = append(seen, e)
-		return !strings.Contains(e.data, "step one")
-	})
+	seen := startRun(t, base1, "bwrap-thread", runID, func(e sseEvent) bool { return strings.Contains(e.data, "step one") })
 	_ = host1.Process.Kill()
 	_ = host1.Wait()
-	res.Body.Close()
 	if !running() {
 		t.Fatal("the agent died with its server: the test would prove nothing")
 	}
@@ -432,19 +360,8 @@ func TestServeCancelStopsBubblewrappedAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	cres.Body.Close()
-	greq, _ := http.NewRequest(http.MethodGet, base2+"/api/chat?runId="+runID, nil)
-	greq.Header.Set("Last-Event-ID", seen[len(seen)-1].id)
-	gres, err := http.DefaultClient.Do(greq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gres.Body.Close()
-	if gres.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(gres.Body)
-		t.Fatalf("re-attach: %s %s", gres.Status, msg)
-	}
 	var last event
-	readSSE(gres.Body, func(e sseEvent) bool { last = e.ev; return true })
+	reattach(t, base2, runID, seen[len(seen)-1].id, func(e sseEvent) { last = e.ev })
 	if last.str("type") != "RUN_ERROR" || last.str("code") != "cancelled" {
 		t.Fatalf("the run ends with %v, want RUN_ERROR cancelled", last)
 	}
@@ -458,4 +375,48 @@ func TestServeCancelStopsBubblewrappedAgent(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "finished-marker")); err == nil {
 		t.Error("the cancelled agent finished its work")
 	}
+}
+
+// startRun POSTs a durable run and reads its stream until until says stop
+// (or the stream ends); the connection is then closed.
+func startRun(t *testing.T, base, thread, runID string, until func(sseEvent) bool) []sseEvent {
+	t.Helper()
+	body, _ := json.Marshal(runBody(thread, runID, []map[string]any{{"id": "u1", "role": "user", "content": "Create hello.txt, then change it."}}))
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/chat", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Run-Id", runID)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var seen []sseEvent
+	readSSE(res.Body, func(e sseEvent) bool {
+		seen = append(seen, e)
+		return !until(e)
+	})
+	if len(seen) == 0 {
+		t.Fatal("the run's stream ended at once")
+	}
+	return seen
+}
+
+// reattach joins a run after offset last, calling each for every event to
+// its end.
+func reattach(t *testing.T, base, runID, last string, each func(sseEvent)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/chat?runId="+runID, nil)
+	req.Header.Set("Last-Event-ID", last)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(res.Body)
+		t.Fatalf("re-attach: %s %s", res.Status, msg)
+	}
+	readSSE(res.Body, func(e sseEvent) bool { each(e); return true })
 }
