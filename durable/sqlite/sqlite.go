@@ -1,7 +1,8 @@
 // Package sqlite is the embedded durable backend: delivery logs, run records,
 // fencing claims and threads in one SQLite file (modernc.org/sqlite, pure Go).
 //
-// The database runs in WAL mode with synchronous=NORMAL. All writes go
+// The database runs in WAL mode with synchronous=NORMAL; the WAL is
+// checkpointed by a goroutine of its own rather than inside a commit. All writes go
 // through one writer goroutine that commits whatever is queued in a single
 // transaction (group commit), each request in its own savepoint, so
 // concurrent appends share a commit without sharing failures. Readers tail
@@ -63,6 +64,9 @@ type Store struct {
 	sick atomic.Pointer[error]
 	w    *sql.DB // the writer's single connection
 	r    *sql.DB // readers
+	ck   *sql.DB // the checkpointer's connection
+
+	ckDone chan struct{}
 
 	ops     chan *op
 	stop    chan struct{}
@@ -153,6 +157,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		ops:     make(chan *op, 1024),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
+		ckDone:  make(chan struct{}),
 	}
 	if opts != nil {
 		s.opts = *opts
@@ -183,7 +188,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	}
 	var err error
-	if s.w, err = sql.Open("sqlite", dsn("")+"&_txlock=immediate"); err != nil {
+	if s.w, err = sql.Open("sqlite", dsn("wal_autocheckpoint(0)")+"&_txlock=immediate"); err != nil {
 		return nil, fmt.Errorf("durable/sqlite: open %s: %w", path, err)
 	}
 	s.w.SetMaxOpenConns(1)
@@ -218,8 +223,40 @@ func Open(path string, opts *Options) (*Store, error) {
 		FirstChunkDeadline: s.opts.FirstChunkDeadline,
 		Hub:                &s.hub, Closed: s.isClosed, Query: s.query, Recent: &s.recent,
 	}
+	if s.ck, err = sql.Open("sqlite", dsn("")); err != nil {
+		s.w.Close()
+		s.r.Close()
+		return nil, fmt.Errorf("durable/sqlite: open %s: %w", path, err)
+	}
+	s.ck.SetMaxOpenConns(1)
 	go s.writer()
+	go s.checkpointer()
 	return s, nil
+}
+
+// checkpointInterval is how often the checkpointer copies the WAL back
+// into the database.
+const checkpointInterval = 250 * time.Millisecond
+
+// checkpointer runs the WAL checkpoints on a connection of its own, so that
+// no commit of the writer pays for one (SQLite's automatic checkpoint runs
+// inside the commit that crosses its threshold, stalling every append
+// queued behind it). A passive checkpoint never waits for readers or the
+// writer.
+func (s *Store) checkpointer() {
+	defer close(s.ckDone)
+	t := time.NewTicker(checkpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if _, err := s.ck.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+				s.opts.Logger.Warn("durable/sqlite: checkpoint failed", "error", err)
+			}
+		}
+	}
 }
 
 // Shutdown stops the writer after the queued writes, ends every Read with
@@ -232,9 +269,10 @@ func (s *Store) Shutdown() error {
 		s.mu.Unlock()
 		close(s.stop)
 		<-s.stopped
+		<-s.ckDone
 		s.hub.Close()
 		s.st.close()
-		err = errors.Join(s.w.Close(), s.r.Close())
+		err = errors.Join(s.w.Close(), s.r.Close(), s.ck.Close())
 	})
 	return err
 }
