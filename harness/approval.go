@@ -109,7 +109,13 @@ func continuation(msgs []agui.ModelMessage) *Continuation {
 	answered := map[string]bool{} // call id -> approved
 	i := len(msgs) - 1
 	for ; i >= 0 && msgs[i].Role == agui.RoleTool; i-- {
-		answered[msgs[i].ToolCallID] = !strings.Contains(msgs[i].Content.String(), `"error"`)
+		// ApprovalTool answers {"approved":true}; a declined or cancelled
+		// call carries the engine's {"error":...} instead.
+		var res struct {
+			Approved bool `json:"approved"`
+		}
+		_ = json.Unmarshal([]byte(msgs[i].Content.String()), &res)
+		answered[msgs[i].ToolCallID] = res.Approved && msgs[i].Error == ""
 	}
 	if i < 0 || len(answered) == 0 || msgs[i].Role != agui.RoleAssistant {
 		return nil

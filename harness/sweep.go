@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -73,6 +74,9 @@ type SweepReport struct {
 // journal of a run that was cancelled, failed, or lost its agent.
 func SweepJournals(ctx context.Context, h sandbox.Handle, dir string, opts SweepOptions) (SweepReport, error) {
 	rep := SweepReport{Kept: map[string]string{}}
+	if opts.Over == nil {
+		return rep, errors.New("harness: SweepJournals needs SweepOptions.Over to tell which runs are over")
+	}
 	ttl, now := opts.OrphanTTL, opts.Now
 	if ttl <= 0 {
 		ttl = DefaultOrphanTTL

@@ -70,12 +70,6 @@ func (a *aligner) admit(e *agui.Event) (bool, error) {
 		a.cursor++
 		return false, nil
 	}
-	if e.Type == agui.RunError && (e.Code == "cancelled" || e.Code == "aborted") {
-		// The replay was stopped before it caught up: its end follows
-		// the stored prefix.
-		a.diverged = true // nothing of the replay may follow
-		return true, nil
-	}
 	a.diverged = true
 	return false, a.divergence(fmt.Sprintf("at stored event %d: the log holds %s, the replay produced %s", a.cursor, a.stored[a.cursor], fp))
 }

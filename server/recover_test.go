@@ -224,15 +224,8 @@ func TestTakenOverProducerStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	res := post(t, ctx, e.srv.URL+"/api/chat", map[string]string{"X-Run-Id": "r1"}, body)
-	br := bufio.NewReader(res.Body)
-	n := 0
-	for _, err := range agui.ReadSSE(br) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n++; n == 5 {
-			break
-		}
+	if fs, _ := readFrames(bufio.NewReader(res.Body), 5); len(fs) != 5 {
+		t.Fatalf("the stream ended after %d events", len(fs))
 	}
 	if _, err := s.Claim(context.Background(), "r1"); err != nil {
 		t.Fatal(err)

@@ -86,14 +86,8 @@ func killedMidRun(t *testing.T, s durable.Store, a *journalAdapter, n int) {
 	h1, srv1 := journalHandler(t, s, a)
 	ctx, cancel := context.WithCancel(context.Background())
 	res := post(t, ctx, srv1.URL+"/api/chat", map[string]string{"X-Run-Id": "r1"}, body)
-	seen := 0
-	for _, err := range agui.ReadSSE(bufio.NewReader(res.Body)) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if seen++; seen == n {
-			break
-		}
+	if fs, _ := readFrames(bufio.NewReader(res.Body), n); len(fs) != n {
+		t.Fatalf("the first server's stream ended after %d events", len(fs))
 	}
 	cancel()
 	res.Body.Close()
@@ -220,15 +214,8 @@ func TestRedriveRefusesPlainModels(t *testing.T) {
 	e.h.SetHeartbeat(10 * time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	res := post(t, ctx, e.srv.URL+"/api/chat", map[string]string{"X-Run-Id": "r1"}, body)
-	br := bufio.NewReader(res.Body)
-	n := 0
-	for _, err := range agui.ReadSSE(br) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n++; n == 3 {
-			break
-		}
+	if fs, _ := readFrames(bufio.NewReader(res.Body), 3); len(fs) != 3 {
+		t.Fatalf("the stream ended after %d events", len(fs))
 	}
 	if _, err := s.LoadRequest(context.Background(), "r1"); !errors.Is(err, durable.ErrRunNotFound) {
 		t.Errorf("a plain model's request was kept: %v", err)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/provider/mockprovider"
 	"github.com/goai-sdk/goai/provider/scripted"
 )
@@ -27,24 +28,17 @@ type sseEvent struct {
 	ev   event
 }
 
-// readSSE reads a durable SSE stream, calling each(ev) per event until the
-// stream ends, each returns false, or the body fails.
+// readSSE reads a durable SSE stream (agui.ReadSSE), calling each(ev) per
+// event until the stream ends, each returns false, or the body fails.
 func readSSE(body io.Reader, each func(sseEvent) bool) {
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	var id string
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "id: "); ok {
-			id = v
-			continue
+	for f, err := range agui.ReadSSE(body) {
+		if err != nil {
+			return
 		}
-		if data, ok := strings.CutPrefix(line, "data: "); ok {
-			var e event
-			_ = json.Unmarshal([]byte(data), &e)
-			if !each(sseEvent{id: id, data: data, ev: e}) {
-				return
-			}
+		var e event
+		_ = json.Unmarshal(f.Data, &e)
+		if !each(sseEvent{id: f.ID, data: string(f.Data), ev: e}) {
+			return
 		}
 	}
 }
