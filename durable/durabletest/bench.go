@@ -19,7 +19,9 @@ func benchEvent(i int) []byte {
 // log per call, cleaned up by the callee):
 //
 //   - Append/batch=N: appends b.N events in batches of N from one producer;
-//   - Append/parallel: 16 producers on 16 runs, batches of 32 (group commit);
+//   - Append/parallel: 16 producers on 16 runs, batches of 32 (group commit),
+//     and 100 producers on 100 runs appending one event at a time (paced
+//     models: small groups);
 //   - Replay100k: catch-up read of a closed 100,000-event log;
 //   - FanOut100: one producer, 100 live readers of the same run.
 //
@@ -42,30 +44,31 @@ func Bench(b *testing.B, newLog func(tb testing.TB) durable.Log) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
-	b.Run("Append/parallel=16xbatch=32", func(b *testing.B) {
-		l := newLog(b)
-		batch := make([][]byte, 32)
-		for i := range batch {
-			batch[i] = benchEvent(i)
-		}
-		const producers = 16
-		per := (b.N + producers - 1) / producers
-		b.ResetTimer()
-		var wg sync.WaitGroup
-		for p := range producers {
-			wg.Go(func() {
-				run := fmt.Sprint("bench-", p)
-				for n := 0; n < per; n += 32 {
-					if _, err := l.Append(ctx, run, batch[:min(32, per-n)]); err != nil {
-						b.Error(err)
-						return
+	for _, shape := range []struct{ producers, size int }{{16, 32}, {100, 1}} {
+		b.Run(fmt.Sprintf("Append/parallel=%dxbatch=%d", shape.producers, shape.size), func(b *testing.B) {
+			l := newLog(b)
+			batch := make([][]byte, shape.size)
+			for i := range batch {
+				batch[i] = benchEvent(i)
+			}
+			per := (b.N + shape.producers - 1) / shape.producers
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for p := range shape.producers {
+				wg.Go(func() {
+					run := fmt.Sprint("bench-", p)
+					for n := 0; n < per; n += shape.size {
+						if _, err := l.Append(ctx, run, batch[:min(shape.size, per-n)]); err != nil {
+							b.Error(err)
+							return
+						}
 					}
-				}
-			})
-		}
-		wg.Wait()
-		b.ReportMetric(float64(per*producers)/b.Elapsed().Seconds(), "events/s")
-	})
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(per*shape.producers)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
 	b.Run("Replay100k", func(b *testing.B) {
 		const total = 100_000
 		l := newLog(b)

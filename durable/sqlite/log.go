@@ -63,51 +63,81 @@ func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.
 			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
-	if opts.Epoch > 0 {
-		var observed sql.NullInt64
-		err := tx.Stmt(s.st.epoch).QueryRow(runID).Scan(&observed)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	// One read gives the log's state and the run's epoch; the tail comes
+	// from the writer's memory, so the append writes the journal's last
+	// page and nothing else.
+	var closed, epoch sql.NullInt64
+	if err := tx.Stmt(s.st.appendState).QueryRow(runID).Scan(&closed, &epoch); err != nil {
+		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+	}
+	if opts.Epoch > 0 && epoch.Int64 != opts.Epoch {
+		return 0, 0, false, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: epoch.Int64}
+	}
+	switch {
+	case closed.Int64 != 0:
+		return 0, 0, false, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
+	case !closed.Valid:
+		if _, err := tx.Stmt(s.st.logCreate).Exec(runID, now.UnixMilli()); err != nil {
 			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
-		if observed.Int64 != opts.Epoch {
-			return 0, 0, false, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: observed.Int64}
-		}
 	}
-	// Claim the seqs in one statement; only a log that is closed or not
-	// there yet needs a second look.
-	n = int64(len(batch))
-	var last int64
-	err = tx.Stmt(s.st.logAdvance).QueryRow(n, runID).Scan(&last)
-	last -= n
-	if errors.Is(err, sql.ErrNoRows) {
-		var closed sql.NullInt64
-		err = tx.Stmt(s.st.logGet).QueryRow(runID).Scan(&last, &closed)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			last = 0
-			_, err = tx.Stmt(s.st.logCreate).Exec(runID, n, now.UnixMilli())
-		case err == nil:
-			return 0, 0, false, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
-		}
-	}
+	last, err := s.appendTail(tx, runID)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
-	ins := tx.Stmt(s.st.entryPut)
-	for i, b := range batch {
-		if b == nil {
-			b = []byte{}
-		}
-		if _, err := ins.Exec(runID, last+1+int64(i), b); err != nil {
-			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
-		}
+	n = int64(len(batch))
+	// A small batch goes to the journal; a large one is written straight
+	// to goai_entries, where its run's page is written once for many
+	// entries anyway.
+	rows, one, many := 0, s.st.entryPut, s.st.entryPutMany
+	if len(batch) < putMany {
+		rows, one = len(batch), s.st.journalPut
 	}
+	if err := putRows(tx, one, many, runID, last+1, batch); err != nil {
+		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+	}
+	s.jt.set(runID, last+n, rows)
 	if p.ID != "" {
 		if _, err := tx.Stmt(s.st.producerPut).Exec(runID, p.ID, p.Seq, last+1, n); err != nil {
 			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
 	return last + 1, n, true, nil
+}
+
+// putRows inserts batch as runID's entries from seq first on, putMany at
+// a time with many and the rest one by one with one.
+func putRows(tx *sql.Tx, one, many *sql.Stmt, runID string, first int64, batch [][]byte) error {
+	data := func(b []byte) []byte {
+		if b == nil {
+			return []byte{}
+		}
+		return b
+	}
+	if len(batch) >= putMany {
+		ins := tx.Stmt(many)
+		args := make([]any, 0, 3*putMany)
+		for len(batch) >= putMany {
+			args = args[:0]
+			for i, b := range batch[:putMany] {
+				args = append(args, runID, first+int64(i), data(b))
+			}
+			if _, err := ins.Exec(args...); err != nil {
+				return err
+			}
+			batch, first = batch[putMany:], first+putMany
+		}
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	ins := tx.Stmt(one)
+	for i, b := range batch {
+		if _, err := ins.Exec(runID, first+int64(i), data(b)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close implements durable.Log.
@@ -117,11 +147,13 @@ func (s *Store) Close(ctx context.Context, runID string) error {
 	}
 	now := s.opts.Now().UnixMilli()
 	return s.execThen(ctx, runID, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at) VALUES (?, 0, ?, ?)
-			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at)`, runID, now, now)
+		_, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at)
+			VALUES (?1, `+tailSQL+`, ?2, ?2)
+			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at), last_seq = excluded.last_seq`, runID, now)
 		if err != nil {
 			return fmt.Errorf("durable/sqlite: close: %w", err)
 		}
+		s.jt.forget(runID) // no more appends
 		return nil
 	}, func() { s.recent.Forget(runID) })
 }
@@ -196,7 +228,7 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 		}
 		return &tail.State{Exists: ok, Last: last, Closed: closed}, nil
 	}
-	rows, err := s.st.readLog.QueryContext(ctx, after, runID, limit)
+	rows, err := s.st.readLog.QueryContext(ctx, runID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("durable/sqlite: read: %w", err)
 	}
@@ -237,9 +269,15 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 	}
 	now := s.opts.Now().UnixMilli()
 	err := s.execThen(ctx, runID, func(tx *sql.Tx) error {
+		// Entries are edited in place in goai_entries: first move the
+		// run's journal rows there.
+		s.jt.forget(runID)
+		if err := compactRun(tx, runID); err != nil {
+			return fmt.Errorf("durable/sqlite: upsert: %w", err)
+		}
 		var last int64
 		var closed sql.NullInt64
-		err := tx.QueryRow(`SELECT last_seq, closed_at FROM goai_logs WHERE run_id = ?`, runID).Scan(&last, &closed)
+		err := tx.QueryRow(`SELECT (SELECT coalesce(max(seq), 0) FROM goai_entries WHERE run_id = ?1), closed_at FROM goai_logs WHERE run_id = ?1`, runID).Scan(&last, &closed)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -266,9 +304,6 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 			}
 			tail = max(tail, seqs[i])
 		}
-		if _, err := tx.Exec(`UPDATE goai_logs SET last_seq = ? WHERE run_id = ?`, tail, runID); err != nil {
-			return fmt.Errorf("durable/sqlite: upsert: %w", err)
-		}
 		return nil
 	}, func() { s.recent.Forget(runID) })
 	if err != nil {
@@ -288,6 +323,7 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 		c := cutoff.UnixMilli()
 		for _, q := range []string{
 			`DELETE FROM goai_entries WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
+			`DELETE FROM goai_journal WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
 			`DELETE FROM goai_producers WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
 		} {
 			if _, err := tx.Exec(q, c); err != nil {

@@ -174,6 +174,9 @@ func (s *Store) claim(ctx context.Context, runID string, ifEpoch *int64) (durabl
 		return c, err
 	}
 	err := s.exec(ctx, "", func(tx *sql.Tx) error {
+		// Whoever held the run before may have appended to it from
+		// another process: read its tail afresh.
+		s.jt.forget(runID)
 		r, ok, err := getTx(tx, runID)
 		switch {
 		case err != nil:

@@ -1,0 +1,92 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goai-sdk/goai/durable"
+)
+
+// TestGroupFailureIsolated queues appends to several logs behind a write
+// that holds the writer, so that they share one group transaction, with
+// one of them appending to a closed log. That one must fail alone: every
+// other append is stored whole, the closed log gains nothing, and a batch
+// larger than one multi-row insert keeps its order.
+func TestGroupFailureIsolated(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "goai.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	ctx := context.Background()
+	if err := s.Close(ctx, "run-closed"); err != nil {
+		t.Fatal(err)
+	}
+
+	hold, held := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = s.exec(ctx, "", func(*sql.Tx) error { close(held); <-hold; return nil })
+	}()
+	<-held
+
+	const runs = 5
+	batch := func(run string, n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = fmt.Appendf(nil, `{"run":%q,"i":%d}`, run, i)
+		}
+		return out
+	}
+	errs := make([]error, runs+1)
+	for i := 0; i <= runs; i++ {
+		run, n := fmt.Sprintf("run-%d", i), putMany*2+3
+		if i == runs {
+			run, n = "run-closed", 2
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Append(ctx, run, batch(run, n))
+		}()
+	}
+	for len(s.ops) < runs+1 {
+		time.Sleep(time.Millisecond) // wait for all of them to be queued
+	}
+	close(hold)
+	wg.Wait()
+
+	for i := 0; i < runs; i++ {
+		if errs[i] != nil {
+			t.Fatalf("append to run-%d failed with its group: %v", i, errs[i])
+		}
+		run := fmt.Sprintf("run-%d", i)
+		got, err := s.Snapshot(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := batch(run, putMany*2+3)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d entries stored, want %d", run, len(got), len(want))
+		}
+		for j, e := range got {
+			if string(e.Data) != string(want[j]) || e.Offset != durable.FormatOffset(scheme, run, int64(j+1)) {
+				t.Fatalf("%s entry %d: %s at %s, want %s", run, j, e.Data, e.Offset, want[j])
+			}
+		}
+	}
+	if !errors.Is(errs[runs], durable.ErrLogClosed) {
+		t.Fatalf("append to the closed log: %v, want ErrLogClosed", errs[runs])
+	}
+	if got, _ := s.Snapshot(ctx, "run-closed"); len(got) != 0 {
+		t.Fatalf("closed log gained %d entries", len(got))
+	}
+}

@@ -1,0 +1,152 @@
+package sqlite
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// The journal. Small appends do not insert into goai_entries, whose rows
+// are clustered by run: with a hundred runs appending a token each, every
+// commit would write a page per run (a WAL frame of 4 KiB each), a page per
+// event. They go to goai_journal instead, a table in arrival order whose
+// last page takes the events of every run. A batch of putMany or more goes
+// to goai_entries directly: its run's page is written once for all of it.
+// When the journal holds Options.JournalRows rows, the writer moves them
+// into goai_entries in one transaction, sorted by run, so each run's page
+// is written once per compaction rather than once per commit.
+//
+// Readers read both tables in one statement (one snapshot), so a
+// compaction is never seen half done. The journal has no index (an index
+// on run would be clustered by run again), so the writer keeps the tails
+// of the logs it appends to in memory (journalTails), and a reader that
+// scans the journal scans at most about Options.JournalRows rows; most
+// reads are served from the in-process cache of recent entries.
+
+// defaultJournalRows is the journal size, in rows, at which the writer
+// compacts it, unless Options.JournalRows says otherwise: large enough that
+// a compaction writes a run's page for several of its events, small enough
+// that one takes a few milliseconds and a reader's scan of the journal
+// stays cheap.
+const defaultJournalRows = 1024
+
+// tailSQL is the tail (highest seq) of the log of run ?1, over both tables.
+const tailSQL = `max(
+	(SELECT coalesce(max(seq), 0) FROM goai_entries WHERE run_id = ?1),
+	(SELECT coalesce(max(seq), 0) FROM goai_journal WHERE run_id = ?1))`
+
+// journalTails is the writer's knowledge of log tails, touched only by
+// the writer goroutine. tails holds committed tails; pending the tails set
+// by the transaction in progress, merged into tails once it commits and
+// dropped if it rolls back.
+type journalTails struct {
+	version     int64 // PRAGMA data_version when tails were last known good
+	tails       map[string]int64
+	pending     map[string]int64
+	rows        int // rows in goai_journal, as far as the writer knows
+	pendingRows int
+}
+
+// maxTails bounds the logs whose tail is remembered (a log's tail is
+// forgotten when it is closed; this catches logs never closed).
+const maxTails = 1 << 16
+
+func (j *journalTails) tail(runID string) (int64, bool) {
+	if t, ok := j.pending[runID]; ok {
+		return t, true
+	}
+	t, ok := j.tails[runID]
+	return t, ok
+}
+
+func (j *journalTails) set(runID string, tail int64, rows int) {
+	if j.pending == nil {
+		j.pending = make(map[string]int64)
+	}
+	j.pending[runID] = tail
+	j.pendingRows += rows
+}
+
+// forget drops what is known of runID's tail (always safe: the next append
+// reads it from the database).
+func (j *journalTails) forget(runID string) {
+	delete(j.pending, runID)
+	delete(j.tails, runID)
+}
+
+func (j *journalTails) committed() {
+	if j.tails == nil || len(j.tails)+len(j.pending) > maxTails {
+		j.tails = make(map[string]int64, len(j.pending))
+	}
+	for k, v := range j.pending {
+		j.tails[k] = v
+	}
+	clear(j.pending)
+	j.rows += j.pendingRows
+	j.pendingRows = 0
+}
+
+func (j *journalTails) rolledBack() {
+	clear(j.pending)
+	j.pendingRows = 0
+}
+
+// checkForeignWrites forgets every remembered tail if another connection
+// (another process writing the same file) committed since the writer's
+// last transaction. Called at the start of each of its transactions, which
+// hold the write lock: nothing else commits until they end.
+func (s *Store) checkForeignWrites(tx *sql.Tx) error {
+	var v int64
+	if err := tx.Stmt(s.st.dataVersion).QueryRow().Scan(&v); err != nil {
+		return fmt.Errorf("durable/sqlite: data_version: %w", err)
+	}
+	if v != s.jt.version {
+		clear(s.jt.tails)
+		s.jt.version = v
+	}
+	return nil
+}
+
+// appendTail returns the tail of runID's log for an append in tx.
+func (s *Store) appendTail(tx *sql.Tx, runID string) (int64, error) {
+	if t, ok := s.jt.tail(runID); ok {
+		return t, nil
+	}
+	var t int64
+	if err := tx.Stmt(s.st.tailGet).QueryRow(runID).Scan(&t); err != nil {
+		return 0, err
+	}
+	return t, nil
+}
+
+// compactJournal moves every journal row into goai_entries, in a
+// transaction of its own.
+func (s *Store) compactJournal() error {
+	tx, err := s.w.Begin()
+	if err != nil {
+		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`INSERT INTO goai_entries (run_id, seq, data)
+		SELECT run_id, seq, data FROM goai_journal ORDER BY run_id, seq`); err != nil {
+		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
+	}
+	if _, err := tx.Exec(`DELETE FROM goai_journal`); err != nil {
+		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
+	}
+	s.jt.rows = 0
+	return nil
+}
+
+// compactRun moves runID's journal rows into goai_entries within tx (for
+// writes that edit entries in place).
+func compactRun(tx *sql.Tx, runID string) error {
+	if _, err := tx.Exec(`INSERT INTO goai_entries (run_id, seq, data)
+		SELECT run_id, seq, data FROM goai_journal WHERE run_id = ? ORDER BY seq`, runID); err != nil {
+		return err
+	}
+	_, err := tx.Exec(`DELETE FROM goai_journal WHERE run_id = ?`, runID)
+	return err
+}
