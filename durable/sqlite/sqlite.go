@@ -44,9 +44,9 @@ type Options struct {
 	// MaxGroup caps how many queued write requests share one transaction.
 	// Zero means 256.
 	MaxGroup int
-	// CommitGap is the least time between the starts of two commits: a
-	// write that comes sooner waits for the writes behind it, up to the
-	// gap, and shares their commit. Zero means 1ms; negative means none.
+	// CommitGap is the least time between the starts of two commits
+	// while several writers share them: a write that comes sooner waits
+	// for the writes behind it, up to the gap, and shares their commit. Zero means 1ms; negative means none.
 	// Paced producers (a token every few milliseconds each) otherwise get
 	// a commit each, and a commit costs several times an append.
 	CommitGap time.Duration
@@ -353,6 +353,7 @@ func (s *Store) writer() {
 	defer close(s.stopped)
 	group := make([]*op, 0, s.opts.MaxGroup)
 	var lastCommit time.Time
+	lastGroup := 0
 	gapTimer := time.NewTimer(time.Hour)
 	gapTimer.Stop()
 	for {
@@ -385,10 +386,12 @@ func (s *Store) writer() {
 			}
 			return
 		}
-		if gap := s.opts.CommitGap - time.Since(lastCommit); gap > 0 {
-			// Too soon after the last commit: gather what arrives until
-			// the gap has passed, so that a steady trickle of appends
-			// shares commits instead of paying one each.
+		if gap := s.opts.CommitGap - time.Since(lastCommit); gap > 0 && lastGroup > 1 {
+			// Too soon after a commit that several writers shared: gather
+			// what arrives until the gap has passed, so that a steady
+			// trickle of appends shares commits instead of paying one
+			// each. A lone writer (the last group was its write alone)
+			// never waits.
 			gapTimer.Reset(gap)
 		gather:
 			for len(group) < s.opts.MaxGroup {
@@ -412,7 +415,7 @@ func (s *Store) writer() {
 				break fill
 			}
 		}
-		lastCommit = time.Now()
+		lastCommit, lastGroup = time.Now(), len(group)
 		s.commit(group)
 		// Compact when no write waits, unless the journal has grown well
 		// past its size: a compaction holds the writes queued behind it.
