@@ -352,8 +352,10 @@ func (s *Store) execThen(ctx context.Context, wake string, fn func(tx *sql.Tx) e
 func (s *Store) writer() {
 	defer close(s.stopped)
 	group := make([]*op, 0, s.opts.MaxGroup)
+	// lonely commits of one write each in a row mean a lone writer.
+	const lonely = 8
 	var lastCommit time.Time
-	lastGroup := 0
+	sinceShared := lonely
 	gapTimer := time.NewTimer(time.Hour)
 	gapTimer.Stop()
 	for {
@@ -386,12 +388,12 @@ func (s *Store) writer() {
 			}
 			return
 		}
-		if gap := s.opts.CommitGap - time.Since(lastCommit); gap > 0 && lastGroup > 1 {
-			// Too soon after a commit that several writers shared: gather
-			// what arrives until the gap has passed, so that a steady
-			// trickle of appends shares commits instead of paying one
-			// each. A lone writer (the last group was its write alone)
-			// never waits.
+		if gap := s.opts.CommitGap - time.Since(lastCommit); gap > 0 && sinceShared < lonely {
+			// Too soon after the last commit while several writers are
+			// about: gather what arrives until the gap has passed, so that
+			// a steady trickle of appends shares commits instead of paying
+			// one each. A lone writer (lonely commits in a row of one
+			// write each) does not wait.
 			gapTimer.Reset(gap)
 		gather:
 			for len(group) < s.opts.MaxGroup {
@@ -415,7 +417,10 @@ func (s *Store) writer() {
 				break fill
 			}
 		}
-		lastCommit, lastGroup = time.Now(), len(group)
+		lastCommit = time.Now()
+		if sinceShared++; len(group) > 1 {
+			sinceShared = 0
+		}
 		s.commit(group)
 		// Compact when no write waits, unless the journal has grown well
 		// past its size: a compaction holds the writes queued behind it.
