@@ -53,8 +53,9 @@ type Recovery struct {
 	// no terminal yet, under the claim recovery just won, before recovery
 	// ends it: Handler.Redrive drives a run on whose work outlives its
 	// producer (a coding agent's journal). A nil error means the run is
-	// driven again (counted as Redriven); on an error recovery ends the run
-	// as producer-lost.
+	// driven again (counted as Redriven); ErrBusy leaves the run for a
+	// later sweep; on any other error recovery ends the run as
+	// producer-lost.
 	Redrive func(ctx context.Context, rec durable.RunRecord, claim durable.Claim) error
 	// Logger receives what recovery did; default slog.Default().
 	Logger *slog.Logger
@@ -204,6 +205,12 @@ func (rc *Recovery) reclaim(ctx context.Context, l durable.Leaser, rec durable.R
 		err := rc.Redrive(ctx, rec, claim)
 		if err == nil {
 			return reclaimedRedriven, nil
+		}
+		if errors.Is(err, ErrBusy) {
+			// Claimed and left: its lease lapses again, and a sweep
+			// with room (here later, or another replica) takes it.
+			log.Info("durable recovery: no room to drive the run on now; left for a later sweep", "error", err)
+			return reclaimedNone, nil
 		}
 		log.Warn("durable recovery: the run cannot be driven on; ending it", "error", err)
 	}

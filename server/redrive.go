@@ -15,6 +15,12 @@ import (
 // flight (see chat.Attacher). Recovery ends such a run as producer-lost.
 var ErrNotRedrivable = errors.New("server: the run cannot be taken over")
 
+// ErrBusy reports that this server takes no run over now: it is draining,
+// or runs Config.MaxRuns runs already. Recovery leaves such a run alone; its
+// lease lapses again and a later sweep (here or on another replica) takes
+// it.
+var ErrBusy = errors.New("server: draining or at its run limit; the run is left for a later sweep")
+
 // keepRequest stores the request of a run a successor could take over
 // (its adapter can attach), for Redrive. Other runs store nothing.
 func (h *Handler) keepRequest(ctx context.Context, runID string, cr *chatRequest) error {
@@ -36,8 +42,12 @@ func (h *Handler) keepRequest(ctx context.Context, runID string, cr *chatRequest
 // again. What the log already holds is not appended again (see aligner);
 // the rest is, up to the run's end. Redrive returns once the producer is
 // running; an error means nothing was started and the claim is the
-// caller's to settle (ErrNotRedrivable: the run cannot be taken over).
+// caller's to settle (ErrNotRedrivable: the run cannot be taken over;
+// ErrBusy: not now).
 func (h *Handler) Redrive(ctx context.Context, rec durable.RunRecord, claim durable.Claim) error {
+	if h.draining.Load() || h.cfg.MaxRuns > 0 && h.activeRuns() >= h.cfg.MaxRuns {
+		return ErrBusy
+	}
 	store := h.cfg.Store
 	opts, err := h.storedOptions(ctx, rec)
 	if err != nil {

@@ -268,3 +268,34 @@ func TestRedriveCancelledDuringReplay(t *testing.T) {
 		t.Errorf("deltas %q, want the stored abc once", got)
 	}
 }
+
+// A server that is draining takes no run over: recovery leaves the run
+// running (nothing appended, the claim's lease left to lapse), and a
+// server with room takes it over on a later sweep.
+func TestRedriveLeftWhileDraining(t *testing.T) {
+	s := durable.NewMemory(nil)
+	events := agentEvents("a", "b", "c", "d")
+	killedMidRun(t, s, &journalAdapter{events: events, pauseAfter: 3}, 3)
+	before, err := s.Snapshot(context.Background(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, _ := journalHandler(t, s, &journalAdapter{events: events})
+	busy.Drain()
+	rc := &server.Recovery{Store: s, Lease: 50 * time.Millisecond, Redrive: busy.Redrive}
+	waitFor(t, "recovery to claim the run and leave it", func() bool {
+		if _, err := rc.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.Get(context.Background(), "r1")
+		return err == nil && rec.DriverEpoch != nil && *rec.DriverEpoch >= 2
+	})
+	rec, _ := s.Get(context.Background(), "r1")
+	after, _ := s.Snapshot(context.Background(), "r1")
+	if rec.Status != durable.StatusRunning || len(after) != len(before) {
+		t.Fatalf("a draining server's sweep ended the run: status %s, %d entries (had %d)", rec.Status, len(after), len(before))
+	}
+	if got := logDeltas(redrive(t, s, &journalAdapter{events: events})); got != "abcd" {
+		t.Errorf("after the draining server left it, the run's deltas are %q, want abcd", got)
+	}
+}
