@@ -31,6 +31,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +42,8 @@ import (
 )
 
 func main() {
+	exitCode := 0
+	defer func() { os.Exit(exitCode) }() // after the profile's stop, deferred below
 	var (
 		writeScenario = flag.String("write-scenario", "", "write the paced scenario to FILE and exit")
 		tokens        = flag.Int("tokens", 200, "text deltas per answer")
@@ -58,6 +61,7 @@ func main() {
 		timeout       = flag.Duration("timeout", 5*time.Minute, "stop after this long")
 		label         = flag.String("label", "", "label printed with the results")
 		asJSON        = flag.Bool("json", false, "print the results as one JSON object")
+		cpuProfile    = flag.String("cpuprofile", "", "write the load generator's own CPU profile to FILE")
 	)
 	flag.Parse()
 	spec := scenarioSpec{Tokens: *tokens, DelayMs: *delayMs, ToolEvery: *toolEvery, HoldMs: *holdMs}
@@ -101,10 +105,19 @@ func main() {
 		os.Exit(2)
 	}
 	raiseFDLimit(uint64(cfg.clients)*4 + 256)
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		defer stop()
+	}
 	rep, err := run(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
-		os.Exit(1)
+		exitCode = 1
+		return
 	}
 	rep.Label = *label
 	if *asJSON {
@@ -114,8 +127,26 @@ func main() {
 		rep.print(os.Stdout)
 	}
 	if rep.Tally.Failed > 0 || rep.Join != nil && rep.Join.Tally.Failed > 0 {
-		os.Exit(1)
+		exitCode = 1
 	}
+}
+
+// startCPUProfile profiles this process into file until stop is called.
+func startCPUProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+		}
+	}, nil
 }
 
 // checkLoopback refuses any target but a loopback address.
@@ -158,6 +189,8 @@ type config struct {
 	// runPrefix makes run ids unique per invocation: a durable server
 	// answers a known X-Run-Id by replaying that run's log.
 	runPrefix string
+	// tokenStrings are the tokens' deltas, shared by every stream's decoder.
+	tokenStrings []string
 }
 
 // Report is the outcome of one load run.
@@ -241,12 +274,16 @@ func run(cfg config) (*Report, error) {
 	if cfg.runPrefix == "" {
 		cfg.runPrefix = strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
+	cfg.tokenStrings = tokenStrings(cfg.tokens)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
 
 	tr := &http.Transport{
 		MaxIdleConns: cfg.clients, MaxIdleConnsPerHost: cfg.clients, MaxConnsPerHost: 0,
 		DisableCompression: true, IdleConnTimeout: 30 * time.Second,
+		// A large read buffer takes a backlog of chunks in one read system
+		// call rather than one or two per chunk; up to 256 MiB in all.
+		ReadBufferSize: min(64<<10, max(4<<10, (256<<20)/cfg.clients)),
 		DialContext: (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
 	}
 	defer tr.CloseIdleConnections()
@@ -323,7 +360,12 @@ func run(cfg config) (*Report, error) {
 
 	rep := &Report{Clients: cfg.clients, Runs: cfg.runs, WallS: wall.Seconds(), MaxOpen: maxOpen.Load()}
 	var ttfb, ttft, joinTTFT []time.Duration
-	var lat, joinLat []int32
+	nLat, nJoinLat := 0, 0
+	for _, o := range outs {
+		nLat += len(o.lat)
+		nJoinLat += len(o.joinLat)
+	}
+	lat, joinLat := make([]int32, 0, nLat), make([]int32, 0, nJoinLat)
 	for _, o := range outs {
 		lat = append(lat, o.lat...)
 		joinLat = append(joinLat, o.joinLat...)
@@ -540,16 +582,16 @@ func stream(ctx context.Context, client *http.Client, cfg config, url, joinURL, 
 			res.join = &j
 		}()
 	}
-	err = readSSE(resp.Body, func(e *event) { res.observe(e, t0, lat, chk) })
+	d := decoder{tokens: cfg.tokenStrings}
+	err = readSSE(resp.Body, &d, func(e *event, at time.Time) { res.observe(e, at, t0, lat, chk) })
 	return finish(err)
 }
 
-// observe takes one event of a stream opened at t0: the time to its first
-// text, each text delta's delay since the server stamped it (into lat),
-// and the checker's look at it.
-func (res *result) observe(e *event, t0 time.Time, lat *[]int32, chk *checker) {
+// observe takes one event of a stream opened at t0, read at now: the time
+// to its first text, each text delta's delay since the server stamped it
+// (into lat), and the checker's look at it.
+func (res *result) observe(e *event, now, t0 time.Time, lat *[]int32, chk *checker) {
 	if e.Type == "TEXT_MESSAGE_CONTENT" {
-		now := time.Now()
 		if !res.gotTTFT {
 			res.ttft, res.gotTTFT = now.Sub(t0), true
 		}
@@ -588,16 +630,20 @@ func joinRun(ctx context.Context, client *http.Client, cfg config, url, runID st
 		return finish(fmt.Errorf("join: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b)))
 	}
 	var local []int32
-	err = readSSE(resp.Body, func(e *event) { res.observe(e, t0, &local, chk) })
+	d := decoder{tokens: cfg.tokenStrings}
+	err = readSSE(resp.Body, &d, func(e *event, at time.Time) { res.observe(e, at, t0, &local, chk) })
 	*lat = append(*lat, local...)
 	return finish(err)
 }
 
-// readSSE calls fn for each event of an SSE stream. The hot deltas are
+// readSSE calls fn for each event of an SSE stream, with the time the read
+// that completed the event returned (every event of one read arrived
+// together, so one clock reading serves them all). The hot deltas are
 // picked apart by hand: the load generator shares the machine with the
 // server it measures, so it must cost little.
-func readSSE(r io.Reader, fn func(*event)) error {
-	br := bufio.NewReaderSize(r, 16<<10)
+func readSSE(r io.Reader, d *decoder, fn func(e *event, at time.Time)) error {
+	sr := &stampedReader{r: r}
+	br := bufio.NewReaderSize(sr, 16<<10)
 	var id string
 	var e event
 	for {
@@ -623,26 +669,58 @@ func readSSE(r io.Reader, fn func(*event)) error {
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(line) == 0 || line[0] == ':':
-		case bytes.HasPrefix(line, []byte("id:")):
-			id = string(bytes.TrimSpace(line[3:]))
 		case bytes.HasPrefix(line, []byte("data:")):
-			data := bytes.TrimPrefix(line[5:], []byte(" "))
+			data := line[5:]
+			if len(data) > 0 && data[0] == ' ' {
+				data = data[1:]
+			}
 			if string(data) == "[DONE]" {
 				continue
 			}
 			e = event{ID: id}
 			id = ""
-			if err := decodeEvent(data, &e); err != nil {
+			if err := d.decode(data, &e); err != nil {
 				return fmt.Errorf("event %.80q: %w", data, err)
 			}
-			fn(&e)
+			fn(&e, sr.at)
+		case bytes.HasPrefix(line, []byte("id:")):
+			id = string(bytes.TrimSpace(line[3:]))
 		}
 	}
 }
 
-// decodeEvent fills e from one event's JSON.
-func decodeEvent(data []byte, e *event) error {
-	if fastDelta(data, e) {
+// stampedReader notes when each read returned.
+type stampedReader struct {
+	r  io.Reader
+	at time.Time
+}
+
+func (s *stampedReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.at = time.Now()
+	return n, err
+}
+
+// decoder decodes one stream's events, reusing the strings it made before:
+// the hot deltas' message id and numbered tokens ("w<j> ") cost no
+// allocation.
+type decoder struct {
+	tokens    []string // tokens[j] == "w<j> "; may be nil
+	messageID string   // the last message id decoded
+}
+
+// tokenStrings is the table of a decoder for answers of n tokens.
+func tokenStrings(n int) []string {
+	t := make([]string, n)
+	for j := range t {
+		t[j] = "w" + strconv.Itoa(j) + " "
+	}
+	return t
+}
+
+// decode fills e from one event's JSON.
+func (d *decoder) decode(data []byte, e *event) error {
+	if d.fastDelta(data, e) {
 		return nil
 	}
 	var v struct {
@@ -662,43 +740,77 @@ func decodeEvent(data []byte, e *event) error {
 	return nil
 }
 
+var (
+	contentPrefix = []byte(`{"type":"TEXT_MESSAGE_CONTENT"`)
+	messageIDKey  = []byte(`"messageId":"`)
+	deltaKey      = []byte(`"delta":"`)
+	timestampKey  = []byte(`"timestamp":`)
+)
+
 // fastDelta decodes a TEXT_MESSAGE_CONTENT whose string fields need no
-// unescaping; false means "use the full decoder".
-func fastDelta(data []byte, e *event) bool {
-	if !bytes.HasPrefix(data, []byte(`{"type":"TEXT_MESSAGE_CONTENT"`)) || bytes.IndexByte(data, '\\') >= 0 {
+// unescaping; false means "use the full decoder". Without a backslash no
+// key can hide inside a string value, so the keys are found by search.
+func (d *decoder) fastDelta(data []byte, e *event) bool {
+	if !bytes.HasPrefix(data, contentPrefix) || bytes.IndexByte(data, '\\') >= 0 {
 		return false
 	}
-	str := func(key string) (string, bool) {
-		i := bytes.Index(data, []byte(`"`+key+`":"`))
+	rest := data[len(contentPrefix):]
+	str := func(key []byte) ([]byte, bool) {
+		i := bytes.Index(rest, key)
 		if i < 0 {
-			return "", false
+			return nil, false
 		}
-		rest := data[i+len(key)+4:]
-		j := bytes.IndexByte(rest, '"')
+		v := rest[i+len(key):]
+		j := bytes.IndexByte(v, '"')
 		if j < 0 {
-			return "", false
+			return nil, false
 		}
-		return string(rest[:j]), true
+		return v[:j], true
 	}
-	var ok bool
-	if e.MessageID, ok = str("messageId"); !ok {
+	id, ok := str(messageIDKey)
+	if !ok {
 		return false
 	}
-	if e.Delta, ok = str("delta"); !ok {
+	delta, ok := str(deltaKey)
+	if !ok {
 		return false
 	}
+	if string(id) != d.messageID {
+		d.messageID = string(id)
+	}
+	e.MessageID = d.messageID
+	e.Delta = d.token(delta)
 	e.Type = "TEXT_MESSAGE_CONTENT"
-	if i := bytes.Index(data, []byte(`"timestamp":`)); i >= 0 {
-		rest := data[i+len(`"timestamp":`):]
-		j := 0
-		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
-			j++
-		}
-		ts, err := strconv.ParseInt(string(rest[:j]), 10, 64)
-		if err != nil {
+	if i := bytes.Index(rest, timestampKey); i >= 0 {
+		ts, ok := parseDigits(rest[i+len(timestampKey):])
+		if !ok {
 			return false
 		}
 		e.Timestamp = ts
 	}
 	return true
+}
+
+// token is delta as a string, from the table when it is one of its tokens.
+func (d *decoder) token(delta []byte) string {
+	if len(delta) >= 3 && delta[0] == 'w' && delta[len(delta)-1] == ' ' {
+		if j, ok := parseDigits(delta[1:]); ok && j < int64(len(d.tokens)) && string(delta) == d.tokens[j] {
+			return d.tokens[j]
+		}
+	}
+	return string(delta)
+}
+
+// parseDigits reads the decimal number at the start of b (at least one
+// digit, at most 18).
+func parseDigits(b []byte) (int64, bool) {
+	var n int64
+	i := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		if i == 18 {
+			return 0, false
+		}
+		n = n*10 + int64(b[i]-'0')
+	}
+	return n, i > 0
 }
