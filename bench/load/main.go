@@ -284,7 +284,7 @@ func run(cfg config) (*Report, error) {
 		// A large read buffer takes a backlog of chunks in one read system
 		// call rather than one or two per chunk; up to 256 MiB in all.
 		ReadBufferSize: min(64<<10, max(4<<10, (256<<20)/cfg.clients)),
-		DialContext: (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
+		DialContext:    (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
 	}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
