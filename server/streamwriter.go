@@ -8,7 +8,9 @@ import (
 
 // maxPending bounds the bytes a stream queues for its sender: past it,
 // Write waits, so a client that reads slowly still holds its producer back.
-const maxPending = 8 << 10
+// What is queued here is latency when the client falls behind: 2 KiB (about
+// twenty deltas) still lets a send carry many events.
+const maxPending = 2 << 10
 
 // streamWriter sends a response stream without a write system call per
 // event. Write queues the frame and, unless a sender is already running,
