@@ -93,9 +93,10 @@ for i in $(seq 1 "$rounds"); do
       cap=$(( max_streams / c )); [ "$cap" -ge 1 ] || cap=1
       [ "$runs" -le "$cap" ] || runs=$cap
     fi
-    # Alternate which server goes first.
+    # Alternate which server goes first, point after point.
     order=($kinds)
-    if (( (i + ${#ordered[@]}) % 2 == 0 )) && [ ${#order[@]} -gt 1 ]; then order=("${order[1]}" "${order[0]}" "${order[@]:2}"); fi
+    step=$(( ${step:-0} + 1 ))
+    if (( step % 2 == 0 )) && [ ${#order[@]} -gt 1 ]; then order=("${order[1]}" "${order[0]}" "${order[@]:2}"); fi
     for kind in "${order[@]}"; do
       if [ "$d" -gt 0 ] && [ "${over[$kind]}" -ge 2 ]; then
         echo "$kind clients=$c delay=$d: skipped (two points in a row over the SLO)"
