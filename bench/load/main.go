@@ -195,29 +195,36 @@ type config struct {
 
 // Report is the outcome of one load run.
 type Report struct {
-	Label        string   `json:"label,omitempty"`
-	Clients      int      `json:"clients"`
-	Runs         int      `json:"runs"`
-	WallS        float64  `json:"wall_s"`
-	EventsPerS   float64  `json:"events_per_s"`
-	TokensPerS   float64  `json:"tokens_per_s"`
-	TTFBp50ms    float64  `json:"ttfb_p50_ms"`
-	TTFBp99ms    float64  `json:"ttfb_p99_ms"`
-	TTFTp50ms    float64  `json:"ttft_p50_ms"`
-	TTFTp99ms    float64  `json:"ttft_p99_ms"`
-	TokLatP50ms  float64  `json:"token_latency_p50_ms"`
-	TokLatP99ms  float64  `json:"token_latency_p99_ms"`
-	TokLatMaxms  float64  `json:"token_latency_max_ms"`
-	Stamped      int      `json:"stamped_tokens"` // tokens that carried a yield timestamp
-	MaxOpen      int64    `json:"max_open_streams"`
-	ServerBaseKB int64    `json:"server_rss_base_kib"`
-	ServerOpenKB int64    `json:"server_rss_all_open_kib"` // RSS when the most streams were open at once
-	ServerPeakKB int64    `json:"server_rss_peak_kib"`
-	ServerCPUs   float64  `json:"server_cpu_s"`
-	LoadCPUs     float64  `json:"loadgen_cpu_s"`
-	LoadAvg      string   `json:"loadavg"`
-	Tally        tally    `json:"tally"`
-	Problems     []string `json:"problems,omitempty"`
+	Label       string  `json:"label,omitempty"`
+	Clients     int     `json:"clients"`
+	Runs        int     `json:"runs"`
+	WallS       float64 `json:"wall_s"`
+	EventsPerS  float64 `json:"events_per_s"`
+	TokensPerS  float64 `json:"tokens_per_s"`
+	TTFBp50ms   float64 `json:"ttfb_p50_ms"`
+	TTFBp99ms   float64 `json:"ttfb_p99_ms"`
+	TTFTp50ms   float64 `json:"ttft_p50_ms"`
+	TTFTp99ms   float64 `json:"ttft_p99_ms"`
+	TokLatP50ms float64 `json:"token_latency_p50_ms"`
+	TokLatP99ms float64 `json:"token_latency_p99_ms"`
+	TokLatMaxms float64 `json:"token_latency_max_ms"`
+	Stamped     int     `json:"stamped_tokens"` // tokens that carried a yield timestamp
+	// The model's achieved pace: per stream, the mean time between its
+	// first and last stamped token's yields; p50 and p99 over streams. A
+	// server too busy to run its model on time stretches it past the
+	// scenario's delay, and that lateness is not in the token latency,
+	// which starts at the yield.
+	YieldGapP50ms float64  `json:"yield_interval_p50_ms"`
+	YieldGapP99ms float64  `json:"yield_interval_p99_ms"`
+	MaxOpen       int64    `json:"max_open_streams"`
+	ServerBaseKB  int64    `json:"server_rss_base_kib"`
+	ServerOpenKB  int64    `json:"server_rss_all_open_kib"` // RSS when the most streams were open at once
+	ServerPeakKB  int64    `json:"server_rss_peak_kib"`
+	ServerCPUs    float64  `json:"server_cpu_s"`
+	LoadCPUs      float64  `json:"loadgen_cpu_s"`
+	LoadAvg       string   `json:"loadavg"`
+	Tally         tally    `json:"tally"`
+	Problems      []string `json:"problems,omitempty"`
 	// Joined runs: each run read a second time from the start on the next
 	// URL while it is produced (-join).
 	Join *JoinReport `json:"join,omitempty"`
@@ -243,6 +250,7 @@ func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "TTFB p50 %.1f ms p99 %.1f ms; first token p50 %.1f ms p99 %.1f ms\n", r.TTFBp50ms, r.TTFBp99ms, r.TTFTp50ms, r.TTFTp99ms)
 	fmt.Fprintf(w, "token delivery latency (model yield -> client read, 1 ms resolution, %d tokens): p50 %.2f ms p99 %.2f ms max %.2f ms\n",
 		r.Stamped, r.TokLatP50ms, r.TokLatP99ms, r.TokLatMaxms)
+	fmt.Fprintf(w, "model pace achieved (mean time between a stream's token yields): p50 %.2f ms p99 %.2f ms\n", r.YieldGapP50ms, r.YieldGapP99ms)
 	if r.ServerPeakKB > 0 {
 		fmt.Fprintf(w, "server: RSS base %.1f MiB, with all streams open %.1f MiB, peak %.1f MiB; CPU %.2f s\n",
 			kib(r.ServerBaseKB), kib(r.ServerOpenKB), kib(r.ServerPeakKB), r.ServerCPUs)
@@ -265,9 +273,12 @@ func kib(k int64) float64 { return float64(k) / 1024 }
 type result struct {
 	ttfb, ttft time.Duration
 	gotTTFT    bool
-	tally      tally
-	problems   []string
-	join       *result // the joining reader's, with -join
+	// yields of the first and last stamped tokens (ms), and their number
+	firstYield, lastYield int64
+	yields                int
+	tally                 tally
+	problems              []string
+	join                  *result // the joining reader's, with -join
 }
 
 func run(cfg config) (*Report, error) {
@@ -360,6 +371,7 @@ func run(cfg config) (*Report, error) {
 
 	rep := &Report{Clients: cfg.clients, Runs: cfg.runs, WallS: wall.Seconds(), MaxOpen: maxOpen.Load()}
 	var ttfb, ttft, joinTTFT []time.Duration
+	var gaps []float64 // ms
 	nLat, nJoinLat := 0, 0
 	for _, o := range outs {
 		nLat += len(o.lat)
@@ -391,6 +403,9 @@ func run(cfg config) (*Report, error) {
 			if r.gotTTFT {
 				ttft = append(ttft, r.ttft)
 			}
+			if r.yields >= 2 {
+				gaps = append(gaps, float64(r.lastYield-r.firstYield)/float64(r.yields-1))
+			}
 			for _, p := range r.problems {
 				if len(rep.Problems) < 10 {
 					rep.Problems = append(rep.Problems, p)
@@ -400,6 +415,8 @@ func run(cfg config) (*Report, error) {
 	}
 	slices.Sort(ttfb)
 	slices.Sort(ttft)
+	slices.Sort(gaps)
+	rep.YieldGapP50ms, rep.YieldGapP99ms = pct(gaps, 50), pct(gaps, 99)
 	slices.Sort(lat)
 	rep.EventsPerS = float64(rep.Tally.Events) / wall.Seconds()
 	rep.TokensPerS = float64(rep.Tally.Tokens) / wall.Seconds()
@@ -473,7 +490,7 @@ func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // pct is the p-th percentile (nearest rank) of a sorted slice.
-func pct[T int32 | time.Duration](sorted []T, p int) T {
+func pct[T int32 | time.Duration | float64](sorted []T, p int) T {
 	if len(sorted) == 0 {
 		return 0
 	}
@@ -598,6 +615,11 @@ func (res *result) observe(e *event, now, t0 time.Time, lat *[]int32, chk *check
 		if e.Timestamp > 0 {
 			d := now.UnixMicro() - e.Timestamp*1000
 			*lat = append(*lat, int32(min(max(d, 0), math.MaxInt32)))
+			if res.yields == 0 {
+				res.firstYield = e.Timestamp
+			}
+			res.lastYield = e.Timestamp
+			res.yields++
 		}
 	}
 	chk.add(e)
