@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -35,7 +36,7 @@ func BenchmarkPlainStream(b *testing.B) {
 		b.Fatal(err)
 	}
 	adapter := scripted.New(s)
-	h := server.ChatHandler(server.Config{RequestsPerSecond: -1, Options: func(*server.Request) (chat.Options, error) {
+	h := server.ChatHandler(server.Config{RequestsPerSecond: -1, Logger: slog.New(slog.DiscardHandler), Options: func(*server.Request) (chat.Options, error) {
 		return chat.Options{Adapter: adapter, Debug: chat.DebugNone()}, nil
 	}})
 	srv := httptest.NewServer(h)
