@@ -8,13 +8,18 @@ import (
 
 // maxPending bounds the bytes a stream queues for its sender: past it,
 // Write waits, so a client that reads slowly still holds its producer back.
-const maxPending = 8 << 10
+// What is queued here is latency when the client falls behind: 2 KiB (about
+// twenty deltas) still lets a send carry many events.
+const maxPending = 2 << 10
 
 // streamWriter sends a response stream without a write system call per
-// event. Write queues the frame and wakes the stream's sender goroutine,
-// which writes and flushes everything queued in one go: a lone event goes
-// out as soon as the sender runs (nothing waits on a timer), and the events
-// written while it sends go out together in its next round.
+// event. Write queues the frame and, unless a sender is already running,
+// starts one: a goroutine that writes and flushes everything queued in one
+// go and ends when the queue is empty. A lone event goes out as soon as the
+// sender runs (nothing waits on a timer), the events written while it sends
+// go out together in its next round, and an idle stream holds no goroutine
+// (a sender's stack is sized like the average goroutine's, which would
+// double an idle stream's memory).
 //
 // Its Write and Close must be called from one goroutine (the handler's);
 // the response must not be touched by anything else between newStreamWriter
@@ -24,20 +29,17 @@ type streamWriter struct {
 	rc *http.ResponseController
 
 	mu      sync.Mutex
-	ready   sync.Cond // something is queued, or closing
-	room    sync.Cond // the queue was taken, or the sender ended
+	changed sync.Cond // the queue was taken, or the sender ended
 	queued  []byte
 	spare   []byte // the buffer of the previous send, reused
-	closing bool
-	err     error // the first write or flush error: the client is gone
-	done    chan struct{}
+	sending bool   // a sender is running
+	err     error  // the first write or flush error: the client is gone
 }
 
-// newStreamWriter starts the sender of w, whose headers are written.
+// newStreamWriter returns the stream writer of w, whose headers are written.
 func newStreamWriter(w http.ResponseWriter) *streamWriter {
-	s := &streamWriter{w: w, rc: http.NewResponseController(w), done: make(chan struct{})}
-	s.ready.L, s.room.L = &s.mu, &s.mu
-	go s.send()
+	s := &streamWriter{w: w, rc: http.NewResponseController(w)}
+	s.changed.L = &s.mu
 	return s
 }
 
@@ -46,43 +48,39 @@ func (s *streamWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.queued) >= maxPending && s.err == nil {
-		s.room.Wait()
+		s.changed.Wait()
 	}
 	if s.err != nil {
 		return 0, s.err
 	}
-	if len(s.queued) == 0 {
-		s.ready.Signal()
-	}
 	s.queued = append(s.queued, p...)
+	if !s.sending {
+		s.sending = true
+		go s.send()
+	}
 	return len(p), nil
 }
 
-// Close sends what is queued, stops the sender and returns the first send
+// Close waits until what is queued is sent and returns the first send
 // error.
 func (s *streamWriter) Close() error {
 	s.mu.Lock()
-	s.closing = true
-	s.ready.Signal()
-	s.mu.Unlock()
-	<-s.done
+	defer s.mu.Unlock()
+	for s.sending {
+		s.changed.Wait()
+	}
 	return s.err
 }
 
+// send writes and flushes what is queued until the queue is empty or a
+// send fails.
 func (s *streamWriter) send() {
-	defer close(s.done)
-	for {
-		s.mu.Lock()
-		for len(s.queued) == 0 && !s.closing {
-			s.ready.Wait()
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.queued) > 0 {
 		out := s.queued
-		if len(out) == 0 { // closing, and everything is sent
-			s.mu.Unlock()
-			return
-		}
 		s.queued = s.spare[:0]
-		s.room.Broadcast()
+		s.changed.Broadcast()
 		s.mu.Unlock()
 
 		_, err := s.w.Write(out)
@@ -93,10 +91,9 @@ func (s *streamWriter) send() {
 		s.spare = out
 		if err != nil {
 			s.err = err
-			s.room.Broadcast()
-			s.mu.Unlock()
-			return
+			break
 		}
-		s.mu.Unlock()
 	}
+	s.sending = false
+	s.changed.Broadcast()
 }

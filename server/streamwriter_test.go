@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // gatedResponse is a ResponseWriter whose writes wait for a gate and are
@@ -126,5 +128,28 @@ func TestStreamWriterHoldsBackAFastWriter(t *testing.T) {
 		case rw.gate <- struct{}{}:
 			released++
 		}
+	}
+}
+
+// An idle stream holds no sender: it ends once the queue is sent, and the
+// next Write starts another.
+func TestStreamWriterSenderEndsWhenIdle(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	rw := &gatedResponse{header: http.Header{}, gate: make(chan struct{})}
+	close(rw.gate)
+	sw := newStreamWriter(rw)
+	for i := range 3 {
+		if _, err := sw.Write(fmt.Appendf(nil, "%d;", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := goleak.Find(before); err != nil {
+			t.Fatalf("after write %d, with everything sent: %v", i, err)
+		}
+	}
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rw.writes, ""); got != "0;1;2;" {
+		t.Fatalf("sent %q", got)
 	}
 }

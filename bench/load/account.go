@@ -64,6 +64,8 @@ type checker struct {
 	t           tally
 	msgs        map[string]*message
 	order       []string
+	last        *message // the message of the last content, if any
+	lastID      string
 	calls       map[string]int // toolCallId -> 1 started, 2 ended
 	started     bool
 	finished    bool // the last event so far is RUN_FINISHED
@@ -154,7 +156,11 @@ func (c *checker) add(e *event) {
 		c.msgs[e.MessageID] = &message{seen: make([]bool, c.tokens)}
 		c.order = append(c.order, e.MessageID)
 	case "TEXT_MESSAGE_CONTENT":
-		m := c.msgs[e.MessageID]
+		m := c.last
+		if m == nil || e.MessageID != c.lastID {
+			m = c.msgs[e.MessageID]
+			c.last, c.lastID = m, e.MessageID
+		}
 		if m == nil || m.ended {
 			c.t.Protocol++
 			c.problem("content of %s outside its start and end", e.MessageID)

@@ -137,7 +137,7 @@ func TestReadSSE(t *testing.T) {
 		"data: {\"type\":\"TOOL_CALL_ARGS\",\"toolCallId\":\"c\",\"delta\":\"{}\"}\n\n" +
 		"data: {\"type\":\"STATE_DELTA\",\"delta\":[{\"op\":\"add\"}]}\n\n"
 	var got []event
-	if err := readSSE(strings.NewReader(in), func(e *event) { got = append(got, *e) }); err != nil {
+	if err := readSSE(strings.NewReader(in), &decoder{tokens: tokenStrings(1)}, func(e *event, _ time.Time) { got = append(got, *e) }); err != nil {
 		t.Fatal(err)
 	}
 	want := []event{
@@ -150,10 +150,10 @@ func TestReadSSE(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
-	if err := readSSE(strings.NewReader("data: {\"type\":\"RUN_STARTED\"}"), func(*event) {}); err == nil {
+	if err := readSSE(strings.NewReader("data: {\"type\":\"RUN_STARTED\"}"), &decoder{}, func(*event, time.Time) {}); err == nil {
 		t.Error("a stream cut mid-line was accepted")
 	}
-	if err := readSSE(strings.NewReader("data: {\"type\":\n"), func(*event) {}); err == nil {
+	if err := readSSE(strings.NewReader("data: {\"type\":\n"), &decoder{}, func(*event, time.Time) {}); err == nil {
 		t.Error("a broken event was accepted")
 	}
 }
@@ -165,11 +165,13 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Add([]byte(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"w1 ","timestamp":1e3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast event
-		if !fastDelta(data, &fast) {
+		d := decoder{tokens: tokenStrings(3)}
+		if !d.fastDelta(data, &fast) {
 			return
 		}
 		var slow event
-		if err := decodeEvent(append([]byte(" "), data...), &slow); err != nil {
+		var slowDecoder decoder
+		if err := slowDecoder.decode(append([]byte(" "), data...), &slow); err != nil {
 			return // not JSON at all: the fast path is not asked to judge that
 		}
 		if fast != slow {

@@ -31,6 +31,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +42,8 @@ import (
 )
 
 func main() {
+	exitCode := 0
+	defer func() { os.Exit(exitCode) }() // after the profile's stop, deferred below
 	var (
 		writeScenario = flag.String("write-scenario", "", "write the paced scenario to FILE and exit")
 		tokens        = flag.Int("tokens", 200, "text deltas per answer")
@@ -58,6 +61,7 @@ func main() {
 		timeout       = flag.Duration("timeout", 5*time.Minute, "stop after this long")
 		label         = flag.String("label", "", "label printed with the results")
 		asJSON        = flag.Bool("json", false, "print the results as one JSON object")
+		cpuProfile    = flag.String("cpuprofile", "", "write the load generator's own CPU profile to FILE")
 	)
 	flag.Parse()
 	spec := scenarioSpec{Tokens: *tokens, DelayMs: *delayMs, ToolEvery: *toolEvery, HoldMs: *holdMs}
@@ -101,10 +105,19 @@ func main() {
 		os.Exit(2)
 	}
 	raiseFDLimit(uint64(cfg.clients)*4 + 256)
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		defer stop()
+	}
 	rep, err := run(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
-		os.Exit(1)
+		exitCode = 1
+		return
 	}
 	rep.Label = *label
 	if *asJSON {
@@ -114,8 +127,26 @@ func main() {
 		rep.print(os.Stdout)
 	}
 	if rep.Tally.Failed > 0 || rep.Join != nil && rep.Join.Tally.Failed > 0 {
-		os.Exit(1)
+		exitCode = 1
 	}
+}
+
+// startCPUProfile profiles this process into file until stop is called.
+func startCPUProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+		}
+	}, nil
 }
 
 // checkLoopback refuses any target but a loopback address.
@@ -158,33 +189,42 @@ type config struct {
 	// runPrefix makes run ids unique per invocation: a durable server
 	// answers a known X-Run-Id by replaying that run's log.
 	runPrefix string
+	// tokenStrings are the tokens' deltas, shared by every stream's decoder.
+	tokenStrings []string
 }
 
 // Report is the outcome of one load run.
 type Report struct {
-	Label        string   `json:"label,omitempty"`
-	Clients      int      `json:"clients"`
-	Runs         int      `json:"runs"`
-	WallS        float64  `json:"wall_s"`
-	EventsPerS   float64  `json:"events_per_s"`
-	TokensPerS   float64  `json:"tokens_per_s"`
-	TTFBp50ms    float64  `json:"ttfb_p50_ms"`
-	TTFBp99ms    float64  `json:"ttfb_p99_ms"`
-	TTFTp50ms    float64  `json:"ttft_p50_ms"`
-	TTFTp99ms    float64  `json:"ttft_p99_ms"`
-	TokLatP50ms  float64  `json:"token_latency_p50_ms"`
-	TokLatP99ms  float64  `json:"token_latency_p99_ms"`
-	TokLatMaxms  float64  `json:"token_latency_max_ms"`
-	Stamped      int      `json:"stamped_tokens"` // tokens that carried a yield timestamp
-	MaxOpen      int64    `json:"max_open_streams"`
-	ServerBaseKB int64    `json:"server_rss_base_kib"`
-	ServerOpenKB int64    `json:"server_rss_all_open_kib"` // RSS when the most streams were open at once
-	ServerPeakKB int64    `json:"server_rss_peak_kib"`
-	ServerCPUs   float64  `json:"server_cpu_s"`
-	LoadCPUs     float64  `json:"loadgen_cpu_s"`
-	LoadAvg      string   `json:"loadavg"`
-	Tally        tally    `json:"tally"`
-	Problems     []string `json:"problems,omitempty"`
+	Label       string  `json:"label,omitempty"`
+	Clients     int     `json:"clients"`
+	Runs        int     `json:"runs"`
+	WallS       float64 `json:"wall_s"`
+	EventsPerS  float64 `json:"events_per_s"`
+	TokensPerS  float64 `json:"tokens_per_s"`
+	TTFBp50ms   float64 `json:"ttfb_p50_ms"`
+	TTFBp99ms   float64 `json:"ttfb_p99_ms"`
+	TTFTp50ms   float64 `json:"ttft_p50_ms"`
+	TTFTp99ms   float64 `json:"ttft_p99_ms"`
+	TokLatP50ms float64 `json:"token_latency_p50_ms"`
+	TokLatP99ms float64 `json:"token_latency_p99_ms"`
+	TokLatMaxms float64 `json:"token_latency_max_ms"`
+	Stamped     int     `json:"stamped_tokens"` // tokens that carried a yield timestamp
+	// The model's achieved pace: per stream, the mean time between its
+	// first and last stamped token's yields; p50 and p99 over streams. A
+	// server too busy to run its model on time stretches it past the
+	// scenario's delay, and that lateness is not in the token latency,
+	// which starts at the yield.
+	YieldGapP50ms float64  `json:"yield_interval_p50_ms"`
+	YieldGapP99ms float64  `json:"yield_interval_p99_ms"`
+	MaxOpen       int64    `json:"max_open_streams"`
+	ServerBaseKB  int64    `json:"server_rss_base_kib"`
+	ServerOpenKB  int64    `json:"server_rss_all_open_kib"` // RSS when the most streams were open at once
+	ServerPeakKB  int64    `json:"server_rss_peak_kib"`
+	ServerCPUs    float64  `json:"server_cpu_s"`
+	LoadCPUs      float64  `json:"loadgen_cpu_s"`
+	LoadAvg       string   `json:"loadavg"`
+	Tally         tally    `json:"tally"`
+	Problems      []string `json:"problems,omitempty"`
 	// Joined runs: each run read a second time from the start on the next
 	// URL while it is produced (-join).
 	Join *JoinReport `json:"join,omitempty"`
@@ -210,6 +250,7 @@ func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "TTFB p50 %.1f ms p99 %.1f ms; first token p50 %.1f ms p99 %.1f ms\n", r.TTFBp50ms, r.TTFBp99ms, r.TTFTp50ms, r.TTFTp99ms)
 	fmt.Fprintf(w, "token delivery latency (model yield -> client read, 1 ms resolution, %d tokens): p50 %.2f ms p99 %.2f ms max %.2f ms\n",
 		r.Stamped, r.TokLatP50ms, r.TokLatP99ms, r.TokLatMaxms)
+	fmt.Fprintf(w, "model pace achieved (mean time between a stream's token yields): p50 %.2f ms p99 %.2f ms\n", r.YieldGapP50ms, r.YieldGapP99ms)
 	if r.ServerPeakKB > 0 {
 		fmt.Fprintf(w, "server: RSS base %.1f MiB, with all streams open %.1f MiB, peak %.1f MiB; CPU %.2f s\n",
 			kib(r.ServerBaseKB), kib(r.ServerOpenKB), kib(r.ServerPeakKB), r.ServerCPUs)
@@ -232,22 +273,29 @@ func kib(k int64) float64 { return float64(k) / 1024 }
 type result struct {
 	ttfb, ttft time.Duration
 	gotTTFT    bool
-	tally      tally
-	problems   []string
-	join       *result // the joining reader's, with -join
+	// yields of the first and last stamped tokens (ms), and their number
+	firstYield, lastYield int64
+	yields                int
+	tally                 tally
+	problems              []string
+	join                  *result // the joining reader's, with -join
 }
 
 func run(cfg config) (*Report, error) {
 	if cfg.runPrefix == "" {
 		cfg.runPrefix = strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
+	cfg.tokenStrings = tokenStrings(cfg.tokens)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
 
 	tr := &http.Transport{
 		MaxIdleConns: cfg.clients, MaxIdleConnsPerHost: cfg.clients, MaxConnsPerHost: 0,
 		DisableCompression: true, IdleConnTimeout: 30 * time.Second,
-		DialContext: (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
+		// A large read buffer takes a backlog of chunks in one read system
+		// call rather than one or two per chunk; up to 256 MiB in all.
+		ReadBufferSize: min(64<<10, max(4<<10, (256<<20)/cfg.clients)),
+		DialContext:    (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
 	}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
@@ -323,7 +371,13 @@ func run(cfg config) (*Report, error) {
 
 	rep := &Report{Clients: cfg.clients, Runs: cfg.runs, WallS: wall.Seconds(), MaxOpen: maxOpen.Load()}
 	var ttfb, ttft, joinTTFT []time.Duration
-	var lat, joinLat []int32
+	var gaps []float64 // ms
+	nLat, nJoinLat := 0, 0
+	for _, o := range outs {
+		nLat += len(o.lat)
+		nJoinLat += len(o.joinLat)
+	}
+	lat, joinLat := make([]int32, 0, nLat), make([]int32, 0, nJoinLat)
 	for _, o := range outs {
 		lat = append(lat, o.lat...)
 		joinLat = append(joinLat, o.joinLat...)
@@ -349,6 +403,9 @@ func run(cfg config) (*Report, error) {
 			if r.gotTTFT {
 				ttft = append(ttft, r.ttft)
 			}
+			if r.yields >= 2 {
+				gaps = append(gaps, float64(r.lastYield-r.firstYield)/float64(r.yields-1))
+			}
 			for _, p := range r.problems {
 				if len(rep.Problems) < 10 {
 					rep.Problems = append(rep.Problems, p)
@@ -358,6 +415,8 @@ func run(cfg config) (*Report, error) {
 	}
 	slices.Sort(ttfb)
 	slices.Sort(ttft)
+	slices.Sort(gaps)
+	rep.YieldGapP50ms, rep.YieldGapP99ms = pct(gaps, 50), pct(gaps, 99)
 	slices.Sort(lat)
 	rep.EventsPerS = float64(rep.Tally.Events) / wall.Seconds()
 	rep.TokensPerS = float64(rep.Tally.Tokens) / wall.Seconds()
@@ -431,7 +490,7 @@ func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // pct is the p-th percentile (nearest rank) of a sorted slice.
-func pct[T int32 | time.Duration](sorted []T, p int) T {
+func pct[T int32 | time.Duration | float64](sorted []T, p int) T {
 	if len(sorted) == 0 {
 		return 0
 	}
@@ -540,22 +599,27 @@ func stream(ctx context.Context, client *http.Client, cfg config, url, joinURL, 
 			res.join = &j
 		}()
 	}
-	err = readSSE(resp.Body, func(e *event) { res.observe(e, t0, lat, chk) })
+	d := decoder{tokens: cfg.tokenStrings}
+	err = readSSE(resp.Body, &d, func(e *event, at time.Time) { res.observe(e, at, t0, lat, chk) })
 	return finish(err)
 }
 
-// observe takes one event of a stream opened at t0: the time to its first
-// text, each text delta's delay since the server stamped it (into lat),
-// and the checker's look at it.
-func (res *result) observe(e *event, t0 time.Time, lat *[]int32, chk *checker) {
+// observe takes one event of a stream opened at t0, read at now: the time
+// to its first text, each text delta's delay since the server stamped it
+// (into lat), and the checker's look at it.
+func (res *result) observe(e *event, now, t0 time.Time, lat *[]int32, chk *checker) {
 	if e.Type == "TEXT_MESSAGE_CONTENT" {
-		now := time.Now()
 		if !res.gotTTFT {
 			res.ttft, res.gotTTFT = now.Sub(t0), true
 		}
 		if e.Timestamp > 0 {
 			d := now.UnixMicro() - e.Timestamp*1000
 			*lat = append(*lat, int32(min(max(d, 0), math.MaxInt32)))
+			if res.yields == 0 {
+				res.firstYield = e.Timestamp
+			}
+			res.lastYield = e.Timestamp
+			res.yields++
 		}
 	}
 	chk.add(e)
@@ -588,16 +652,20 @@ func joinRun(ctx context.Context, client *http.Client, cfg config, url, runID st
 		return finish(fmt.Errorf("join: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b)))
 	}
 	var local []int32
-	err = readSSE(resp.Body, func(e *event) { res.observe(e, t0, &local, chk) })
+	d := decoder{tokens: cfg.tokenStrings}
+	err = readSSE(resp.Body, &d, func(e *event, at time.Time) { res.observe(e, at, t0, &local, chk) })
 	*lat = append(*lat, local...)
 	return finish(err)
 }
 
-// readSSE calls fn for each event of an SSE stream. The hot deltas are
+// readSSE calls fn for each event of an SSE stream, with the time the read
+// that completed the event returned (every event of one read arrived
+// together, so one clock reading serves them all). The hot deltas are
 // picked apart by hand: the load generator shares the machine with the
 // server it measures, so it must cost little.
-func readSSE(r io.Reader, fn func(*event)) error {
-	br := bufio.NewReaderSize(r, 16<<10)
+func readSSE(r io.Reader, d *decoder, fn func(e *event, at time.Time)) error {
+	sr := &stampedReader{r: r}
+	br := bufio.NewReaderSize(sr, 16<<10)
 	var id string
 	var e event
 	for {
@@ -623,26 +691,58 @@ func readSSE(r io.Reader, fn func(*event)) error {
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(line) == 0 || line[0] == ':':
-		case bytes.HasPrefix(line, []byte("id:")):
-			id = string(bytes.TrimSpace(line[3:]))
 		case bytes.HasPrefix(line, []byte("data:")):
-			data := bytes.TrimPrefix(line[5:], []byte(" "))
+			data := line[5:]
+			if len(data) > 0 && data[0] == ' ' {
+				data = data[1:]
+			}
 			if string(data) == "[DONE]" {
 				continue
 			}
 			e = event{ID: id}
 			id = ""
-			if err := decodeEvent(data, &e); err != nil {
+			if err := d.decode(data, &e); err != nil {
 				return fmt.Errorf("event %.80q: %w", data, err)
 			}
-			fn(&e)
+			fn(&e, sr.at)
+		case bytes.HasPrefix(line, []byte("id:")):
+			id = string(bytes.TrimSpace(line[3:]))
 		}
 	}
 }
 
-// decodeEvent fills e from one event's JSON.
-func decodeEvent(data []byte, e *event) error {
-	if fastDelta(data, e) {
+// stampedReader notes when each read returned.
+type stampedReader struct {
+	r  io.Reader
+	at time.Time
+}
+
+func (s *stampedReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.at = time.Now()
+	return n, err
+}
+
+// decoder decodes one stream's events, reusing the strings it made before:
+// the hot deltas' message id and numbered tokens ("w<j> ") cost no
+// allocation.
+type decoder struct {
+	tokens    []string // tokens[j] == "w<j> "; may be nil
+	messageID string   // the last message id decoded
+}
+
+// tokenStrings is the table of a decoder for answers of n tokens.
+func tokenStrings(n int) []string {
+	t := make([]string, n)
+	for j := range t {
+		t[j] = "w" + strconv.Itoa(j) + " "
+	}
+	return t
+}
+
+// decode fills e from one event's JSON.
+func (d *decoder) decode(data []byte, e *event) error {
+	if d.fastDelta(data, e) {
 		return nil
 	}
 	var v struct {
@@ -662,43 +762,77 @@ func decodeEvent(data []byte, e *event) error {
 	return nil
 }
 
+var (
+	contentPrefix = []byte(`{"type":"TEXT_MESSAGE_CONTENT"`)
+	messageIDKey  = []byte(`"messageId":"`)
+	deltaKey      = []byte(`"delta":"`)
+	timestampKey  = []byte(`"timestamp":`)
+)
+
 // fastDelta decodes a TEXT_MESSAGE_CONTENT whose string fields need no
-// unescaping; false means "use the full decoder".
-func fastDelta(data []byte, e *event) bool {
-	if !bytes.HasPrefix(data, []byte(`{"type":"TEXT_MESSAGE_CONTENT"`)) || bytes.IndexByte(data, '\\') >= 0 {
+// unescaping; false means "use the full decoder". Without a backslash no
+// key can hide inside a string value, so the keys are found by search.
+func (d *decoder) fastDelta(data []byte, e *event) bool {
+	if !bytes.HasPrefix(data, contentPrefix) || bytes.IndexByte(data, '\\') >= 0 {
 		return false
 	}
-	str := func(key string) (string, bool) {
-		i := bytes.Index(data, []byte(`"`+key+`":"`))
+	rest := data[len(contentPrefix):]
+	str := func(key []byte) ([]byte, bool) {
+		i := bytes.Index(rest, key)
 		if i < 0 {
-			return "", false
+			return nil, false
 		}
-		rest := data[i+len(key)+4:]
-		j := bytes.IndexByte(rest, '"')
+		v := rest[i+len(key):]
+		j := bytes.IndexByte(v, '"')
 		if j < 0 {
-			return "", false
+			return nil, false
 		}
-		return string(rest[:j]), true
+		return v[:j], true
 	}
-	var ok bool
-	if e.MessageID, ok = str("messageId"); !ok {
+	id, ok := str(messageIDKey)
+	if !ok {
 		return false
 	}
-	if e.Delta, ok = str("delta"); !ok {
+	delta, ok := str(deltaKey)
+	if !ok {
 		return false
 	}
+	if string(id) != d.messageID {
+		d.messageID = string(id)
+	}
+	e.MessageID = d.messageID
+	e.Delta = d.token(delta)
 	e.Type = "TEXT_MESSAGE_CONTENT"
-	if i := bytes.Index(data, []byte(`"timestamp":`)); i >= 0 {
-		rest := data[i+len(`"timestamp":`):]
-		j := 0
-		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
-			j++
-		}
-		ts, err := strconv.ParseInt(string(rest[:j]), 10, 64)
-		if err != nil {
+	if i := bytes.Index(rest, timestampKey); i >= 0 {
+		ts, ok := parseDigits(rest[i+len(timestampKey):])
+		if !ok {
 			return false
 		}
 		e.Timestamp = ts
 	}
 	return true
+}
+
+// token is delta as a string, from the table when it is one of its tokens.
+func (d *decoder) token(delta []byte) string {
+	if len(delta) >= 3 && delta[0] == 'w' && delta[len(delta)-1] == ' ' {
+		if j, ok := parseDigits(delta[1:]); ok && j < int64(len(d.tokens)) && string(delta) == d.tokens[j] {
+			return d.tokens[j]
+		}
+	}
+	return string(delta)
+}
+
+// parseDigits reads the decimal number at the start of b (at least one
+// digit, at most 18).
+func parseDigits(b []byte) (int64, bool) {
+	var n int64
+	i := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		if i == 18 {
+			return 0, false
+		}
+		n = n*10 + int64(b[i]-'0')
+	}
+	return n, i > 0
 }

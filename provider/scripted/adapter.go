@@ -90,9 +90,18 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 			yield(agui.Event{Type: agui.RunError, Message: "script exhausted"}, nil)
 			return
 		}
+		var t *time.Timer // one per turn, not per pause: a paced turn pauses before every chunk
+		defer func() {
+			if t != nil {
+				t.Stop()
+			}
+		}()
 		pause := func(ms int) bool {
-			t := time.NewTimer(time.Duration(ms) * time.Millisecond)
-			defer t.Stop()
+			if d := time.Duration(ms) * time.Millisecond; t == nil {
+				t = time.NewTimer(d)
+			} else {
+				t.Reset(d) // no stale tick: the last pause received it or ended the turn
+			}
 			select {
 			case <-ctx.Done():
 				return false
