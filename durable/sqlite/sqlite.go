@@ -44,11 +44,14 @@ type Options struct {
 	// MaxGroup caps how many queued write requests share one transaction.
 	// Zero means 256.
 	MaxGroup int
-	// CommitGap is the least time between the starts of two commits
-	// while several writers share them: a write that comes sooner waits
-	// for the writes behind it, up to the gap, and shares their commit. Zero means 1ms; negative means none.
-	// Paced producers (a token every few milliseconds each) otherwise get
-	// a commit each, and a commit costs several times an append.
+	// CommitGap, if positive, is the least time between the starts of two
+	// commits while several writers share them: a write that comes sooner
+	// waits for the writes behind it, up to the gap, and shares their
+	// commit. Zero means none: every write is committed as soon as the
+	// writer is free. A gap trades latency for CPU: with 100 producers
+	// each appending a token every 10 ms, 1 ms cut the server's CPU per
+	// event by about a sixth and added about 1.5 ms to the median token
+	// latency (bench/README.md).
 	CommitGap time.Duration
 	// JournalRows is the journal size, in rows, at which the writer moves
 	// it into the entries table (journal.go). Zero means 1024.
@@ -190,12 +193,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if s.opts.MaxGroup <= 0 {
 		s.opts.MaxGroup = 256
 	}
-	switch {
-	case s.opts.CommitGap == 0:
-		s.opts.CommitGap = time.Millisecond
-	case s.opts.CommitGap < 0:
-		s.opts.CommitGap = 0
-	}
+	s.opts.CommitGap = max(s.opts.CommitGap, 0)
 	if s.opts.JournalRows <= 0 {
 		s.opts.JournalRows = defaultJournalRows
 	}

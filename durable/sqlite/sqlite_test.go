@@ -51,11 +51,11 @@ func TestConformance(t *testing.T) {
 }
 
 // TestConformanceJournalCompacting runs the log conformance with a journal
-// compacted every few rows and no commit gap, so that reads, tails and
+// compacted every few rows and a commit gap, so that reads, tails and
 // closes meet entries split between the journal and goai_entries, moved
-// while readers follow.
+// while readers follow, and appends that wait to share commits.
 func TestConformanceJournalCompacting(t *testing.T) {
-	opts := &sqlite.Options{JournalRows: 3, CommitGap: -1}
+	opts := &sqlite.Options{JournalRows: 3, CommitGap: time.Millisecond}
 	openSmall := func(t *testing.T, path string) *sqlite.Store {
 		s, err := sqlite.Open(path, opts)
 		if err != nil {
