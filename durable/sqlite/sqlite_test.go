@@ -17,9 +17,11 @@ import (
 	"go.uber.org/goleak"
 )
 
-func open(t testing.TB, path string) *sqlite.Store {
+func open(t testing.TB, path string) *sqlite.Store { return openWith(t, path, nil) }
+
+func openWith(t testing.TB, path string, opts *sqlite.Options) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(path, nil)
+	s, err := sqlite.Open(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,16 +58,8 @@ func TestConformance(t *testing.T) {
 // while readers follow, and appends that wait to share commits.
 func TestConformanceJournalCompacting(t *testing.T) {
 	opts := &sqlite.Options{JournalRows: 3, CommitGap: time.Millisecond}
-	openSmall := func(t *testing.T, path string) *sqlite.Store {
-		s, err := sqlite.Open(path, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := s.Shutdown(); err != nil {
-				t.Error(err)
-			}
-		})
+	openSmall := func(t *testing.T, path string) durable.Log {
+		s := openWith(t, path, opts)
 		paths[s] = path
 		return s
 	}
