@@ -350,62 +350,18 @@ func (s *Store) execThen(ctx context.Context, wake string, fn func(tx *sql.Tx) e
 func (s *Store) writer() {
 	defer close(s.stopped)
 	group := make([]*op, 0, s.opts.MaxGroup)
-	// lonely commits of one write each in a row mean a lone writer.
-	const lonely = 8
-	var lastCommit time.Time
-	sinceShared := lonely
-	gapTimer := time.NewTimer(time.Hour)
-	gapTimer.Stop()
+	g := gapper{timer: time.NewTimer(time.Hour), sinceShared: lonely}
+	g.timer.Stop()
 	for {
 		group = group[:0]
 		select {
 		case o := <-s.ops:
 			group = append(group, o)
 		case <-s.stop:
-			// Run whatever was queued before Shutdown.
-			for {
-				select {
-				case o := <-s.ops:
-					group = append(group, o)
-					if len(group) == s.opts.MaxGroup {
-						s.commit(group)
-						group = group[:0]
-					}
-					continue
-				default:
-				}
-				break
-			}
-			if len(group) > 0 {
-				s.commit(group)
-			}
-			if s.jt.rows > 0 {
-				if err := s.compactJournal(); err != nil {
-					s.opts.Logger.Warn("durable/sqlite: journal left for the next open", "error", err)
-				}
-			}
+			s.finishQueued(group)
 			return
 		}
-		if gap := s.opts.CommitGap - time.Since(lastCommit); gap > 0 && sinceShared < lonely {
-			// Too soon after the last commit while several writers are
-			// about: gather what arrives until the gap has passed, so that
-			// a steady trickle of appends shares commits instead of paying
-			// one each. A lone writer (lonely commits in a row of one
-			// write each) does not wait.
-			gapTimer.Reset(gap)
-		gather:
-			for len(group) < s.opts.MaxGroup {
-				select {
-				case o := <-s.ops:
-					group = append(group, o)
-				case <-gapTimer.C:
-					break gather
-				case <-s.stop:
-					break gather
-				}
-			}
-			gapTimer.Stop()
-		}
+		group = s.gather(group, &g)
 	fill:
 		for len(group) < s.opts.MaxGroup {
 			select {
@@ -415,10 +371,7 @@ func (s *Store) writer() {
 				break fill
 			}
 		}
-		lastCommit = time.Now()
-		if sinceShared++; len(group) > 1 {
-			sinceShared = 0
-		}
+		g.committing(len(group))
 		s.commit(group)
 		// Compact when no write waits, unless the journal has grown well
 		// past its size: a compaction holds the writes queued behind it.
@@ -428,6 +381,73 @@ func (s *Store) writer() {
 				// the next commit tries again.
 				s.opts.Logger.Warn("durable/sqlite: compacting the journal failed", "error", err)
 			}
+		}
+	}
+}
+
+// lonely commits of one write each in a row mean a lone writer, which
+// never waits for Options.CommitGap.
+const lonely = 8
+
+// gapper is the writer's record for Options.CommitGap.
+type gapper struct {
+	timer       *time.Timer
+	lastCommit  time.Time
+	sinceShared int // commits since the last one of several writes
+}
+
+func (g *gapper) committing(writes int) {
+	g.lastCommit = time.Now()
+	if g.sinceShared++; writes > 1 {
+		g.sinceShared = 0
+	}
+}
+
+// gather adds to group what arrives until Options.CommitGap has passed
+// since the last commit, while several writers are about, so that a steady
+// trickle of appends shares commits instead of paying one each.
+func (s *Store) gather(group []*op, g *gapper) []*op {
+	gap := s.opts.CommitGap - time.Since(g.lastCommit)
+	if gap <= 0 || g.sinceShared >= lonely {
+		return group
+	}
+	g.timer.Reset(gap)
+	defer g.timer.Stop()
+	for len(group) < s.opts.MaxGroup {
+		select {
+		case o := <-s.ops:
+			group = append(group, o)
+		case <-g.timer.C:
+			return group
+		case <-s.stop:
+			return group
+		}
+	}
+	return group
+}
+
+// finishQueued commits group and whatever was queued before Shutdown, and
+// compacts the journal.
+func (s *Store) finishQueued(group []*op) {
+	for {
+		select {
+		case o := <-s.ops:
+			group = append(group, o)
+			if len(group) == s.opts.MaxGroup {
+				s.commit(group)
+				group = group[:0]
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if len(group) > 0 {
+		s.commit(group)
+	}
+	if s.jt.rows > 0 {
+		if err := s.compactJournal(); err != nil {
+			s.opts.Logger.Warn("durable/sqlite: journal left for the next open", "error", err)
 		}
 	}
 }
