@@ -24,12 +24,8 @@ mkdir -p "$out"
 command -v node >/dev/null || { echo "before-after.sh: node is required" >&2; exit 1; }
 
 src=$(mktemp -d)
-pid=
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$src"
-}
-trap cleanup EXIT
+source bench/servers.sh
+trap 'stop_server; rm -rf "$src"' EXIT
 echo "building goai at $rev and at the working tree, and bench/load" >&2
 git archive "$rev" | tar -x -C "$src"
 (cd "$src" && go build -o "$out/goai-before" ./cmd/goai)
@@ -47,27 +43,8 @@ for d in $delays; do
   for st in $stores; do
     for i in $(seq 1 "$rounds"); do
       for which in before after; do
-        log="$out/server-$which.log"
-        : >"$log"
-        spec=$st
-        if [ "$st" = sqlite ]; then
-          rm -rf "$out/db-$which" && mkdir -p "$out/db-$which"
-          spec="sqlite:$out/db-$which/goai.db"
-        fi
-        GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai-$which" serve --no-tools --addr 127.0.0.1:0 --store "$spec" \
-          --model "scripted:$sc" >"$log" 2>&1 &
-        pid=$!
-        url=
-        for _ in $(seq 1 300); do
-          url=$(grep -o 'serving on http://[^ ]*' "$log" | head -1 | sed 's/serving on //') || true
-          [ -n "$url" ] && break
-          sleep 0.1
-        done
-        [ -n "$url" ] || { echo "goai-$which did not start:" >&2; cat "$log" >&2; exit 1; }
-        line=$("$out/load" -url "$url/api/chat" -pid "$pid" -clients "$clients" -runs "$runs" -tokens "$tokens" \
-          -warmup 5 -timeout 10m -json -label "$which $st delay=$d round=$i")
-        kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=
-        echo "$line" >>"$results"
+        kind=goai-plain; [ "$st" = sqlite ] && kind=goai-sqlite
+        measure "$kind" "$sc" "$clients" "$which $st delay=$d round=$i" "$out/goai-$which"
         node -e '
           const r = JSON.parse(process.argv[1]); const t = r.tally
           console.log(`${r.label.padEnd(32)} ${r.events_per_s.toFixed(0).padStart(7)} ev/s  CPU ${r.server_cpu_s.toFixed(2)} s  ` +

@@ -44,13 +44,7 @@ for d in $delays; do
     rot=$(( (i - 1) % 3 ))
     order=("${order[@]:$rot}" "${order[@]:0:$rot}")
     for kind in "${order[@]}"; do
-      start_server "$kind" "$sc"
-      wire=agui; [ "$kind" = reference ] && wire=tanstack
-      line=$("$out/load" -url "$url" -pid "$pid" -clients "$clients" -runs "$runs" -tokens "$tokens" \
-        -wire "$wire" -warmup 5 -timeout 10m -json -label "$kind delay=$d round=$i") || {
-        echo "$kind: load run failed: $line" >&2; stop_server; exit 1; }
-      stop_server
-      echo "$line" >>"$results"
+      measure "$kind" "$sc" "$clients" "$kind delay=$d round=$i"
       node -e '
         const r = JSON.parse(process.argv[1]); const t = r.tally
         console.log(`${r.label.padEnd(30)} ${r.events_per_s.toFixed(0).padStart(7)} ev/s  TTFT p99 ${r.ttft_p99_ms.toFixed(1).padStart(7)} ms  ` +

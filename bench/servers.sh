@@ -1,6 +1,7 @@
-# Sourced by the serving benchmarks: start_server and stop_server for one
-# server process at a time. Needs $out (built goai in $out/goai) and the
-# caller's cwd at the repository root.
+# Sourced by the serving benchmarks (serve-vs-reference.sh, slo.sh,
+# before-after.sh): one server process at a time, and one bench/load run
+# against it. Needs $out (bench/load built as $out/load) and the caller's
+# cwd at the repository root.
 
 pid=
 stop_server() {
@@ -8,16 +9,18 @@ stop_server() {
 }
 trap stop_server EXIT
 
-# start_server KIND SCENARIO: starts one server (goai-plain, goai-sqlite or
-# reference) on a free loopback port running SCENARIO; sets pid and url.
+# start_server KIND SCENARIO [GOAI]: starts one server (goai-plain,
+# goai-sqlite or reference; goai is the binary GOAI, default $out/goai) on a
+# free loopback port running SCENARIO; sets pid and url.
 start_server() {
-  local kind=$1 sc=$2 log="$out/server-$1.log"
+  local kind=$1 sc=$2 bin=${3:-$out/goai}
+  local log="$out/server-$kind-${bin##*/}.log" db="$out/db-${bin##*/}"
   : >"$log"
   case $kind in
-    goai-plain) GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;
+    goai-plain) GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;
     goai-sqlite)
-      rm -rf "$out/db" && mkdir -p "$out/db"
-      GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store "sqlite:$out/db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
+      rm -rf "$db" && mkdir -p "$db"
+      GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store "sqlite:$db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
     reference) node bench/reference/server.mjs "$sc" >"$log" 2>&1 & ;;
     *) echo "unknown server kind $kind" >&2; exit 2 ;;
   esac
@@ -28,4 +31,19 @@ start_server() {
     sleep 0.1
   done
   echo "$kind did not start:" >&2; cat "$log" >&2; exit 1
+}
+
+# measure KIND SCENARIO CLIENTS LABEL [GOAI]: a fresh server, one bench/load
+# run of CLIENTS clients ($runs runs each, $tokens tokens, 5 warm-up runs)
+# against it, the server stopped; sets line to the JSON result and appends
+# it to $results.
+measure() {
+  local kind=$1 sc=$2 clients=$3 label=$4 wire=agui
+  start_server "$kind" "$sc" "${5:-}"
+  [ "$kind" = reference ] && wire=tanstack
+  line=$("$out/load" -url "$url" -pid "$pid" -clients "$clients" -runs "$runs" -tokens "$tokens" \
+    -wire "$wire" -warmup 5 -timeout 10m -json -label "$label") || {
+    echo "$kind: load run failed: $line" >&2; stop_server; exit 1; }
+  stop_server
+  echo "$line" >>"$results"
 }

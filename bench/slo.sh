@@ -85,13 +85,7 @@ for i in $(seq 1 "$rounds"); do
         echo "$kind clients=$c delay=$d: skipped (two points in a row over the SLO)"
         continue
       fi
-      start_server "$kind" "$sc"
-      wire=agui; [ "$kind" = reference ] && wire=tanstack
-      line=$("$out/load" -url "$url" -pid "$pid" -clients "$c" -runs "$runs" -tokens "$tokens" \
-        -wire "$wire" -warmup 5 -timeout 5m -json -label "$kind $c $d $i") || {
-        echo "$kind: load run failed: $line" >&2; stop_server; exit 1; }
-      stop_server
-      echo "$line" >>"$results"
+      measure "$kind" "$sc" "$c" "$kind $c $d $i"
       node -e '
         const r = JSON.parse(process.argv[1]); const t = r.tally
         console.log(`${r.label.padEnd(24)} x${process.argv[2]} runs ${r.events_per_s.toFixed(0).padStart(7)} ev/s  ` +
