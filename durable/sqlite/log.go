@@ -292,7 +292,6 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES (?, 0, ?) ON CONFLICT (run_id) DO NOTHING`, runID, now); err != nil {
 			return fmt.Errorf("durable/sqlite: upsert: %w", err)
 		}
-		tail := last
 		for i, e := range entries {
 			data := e.Data
 			if data == nil {
@@ -302,7 +301,6 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 				ON CONFLICT (run_id, seq) DO UPDATE SET data = excluded.data`, runID, seqs[i], data); err != nil {
 				return fmt.Errorf("durable/sqlite: upsert: %w", err)
 			}
-			tail = max(tail, seqs[i])
 		}
 		return nil
 	}, func() { s.recent.Forget(runID) })
