@@ -34,7 +34,7 @@ func TestGroupFailureIsolated(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = s.exec(ctx, "", func(*sql.Tx) error { close(held); <-hold; return nil })
+		_ = s.exec(ctx, noRun, func(*sql.Tx) error { close(held); <-hold; return nil })
 	}()
 	<-held
 

@@ -97,7 +97,7 @@ func (s *Store) Healthy(ctx context.Context, deep bool) error {
 	if !deep {
 		return nil
 	}
-	err := s.exec(ctx, "", func(tx *sql.Tx) error {
+	err := s.exec(ctx, noRun, func(tx *sql.Tx) error {
 		if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS goai_probe (id INTEGER PRIMARY KEY, at INTEGER NOT NULL)`); err != nil {
 			return err
 		}

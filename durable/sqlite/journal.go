@@ -38,12 +38,21 @@ const tailSQL = `max(
 // the writer goroutine. tails holds committed tails; pending the tails set
 // by the transaction in progress, merged into tails once it commits and
 // dropped if it rolls back.
+//
+// It also remembers, per run, that its log is open and its run's driver
+// epoch (open; pendingOpen for the transaction in progress), which every
+// append checks: reading them was a query of two tables per append, more
+// than the insert. Every other write names the run whose state it may
+// change (scope), and the writer forgets that run's before running it.
 type journalTails struct {
 	version     int64 // PRAGMA data_version when tails were last known good
 	tails       map[string]int64
 	pending     map[string]int64
 	rows        int // rows in goai_journal, as far as the writer knows
 	pendingRows int
+
+	open        map[string]int64 // run -> driver epoch (0: none), for open logs
+	pendingOpen map[string]int64
 }
 
 // maxTails bounds the logs whose tail is remembered (a log's tail is
@@ -73,20 +82,59 @@ func (j *journalTails) forget(runID string) {
 	delete(j.tails, runID)
 }
 
+// openEpoch returns the driver epoch of runID when its log is known to
+// be open.
+func (j *journalTails) openEpoch(runID string) (int64, bool) {
+	if e, ok := j.pendingOpen[runID]; ok {
+		return e, true
+	}
+	e, ok := j.open[runID]
+	return e, ok
+}
+
+// setOpen records, in the transaction in progress, that runID's log is
+// open and its run's driver epoch is epoch.
+func (j *journalTails) setOpen(runID string, epoch int64) {
+	if j.pendingOpen == nil {
+		j.pendingOpen = make(map[string]int64)
+	}
+	j.pendingOpen[runID] = epoch
+}
+
+// forgetState drops what is known of runID's log state and epoch.
+func (j *journalTails) forgetState(runID string) {
+	delete(j.pendingOpen, runID)
+	delete(j.open, runID)
+}
+
+// forgetAllStates drops what is known of every log's state and epoch.
+func (j *journalTails) forgetAllStates() {
+	clear(j.pendingOpen)
+	clear(j.open)
+}
+
 func (j *journalTails) committed() {
-	if j.tails == nil || len(j.tails)+len(j.pending) > maxTails {
-		j.tails = make(map[string]int64, len(j.pending))
-	}
-	for k, v := range j.pending {
-		j.tails[k] = v
-	}
-	clear(j.pending)
+	j.tails = merge(j.tails, j.pending)
+	j.open = merge(j.open, j.pendingOpen)
 	j.rows += j.pendingRows
 	j.pendingRows = 0
 }
 
+// merge moves pending into known, starting known afresh past maxTails.
+func merge(known, pending map[string]int64) map[string]int64 {
+	if known == nil || len(known)+len(pending) > maxTails {
+		known = make(map[string]int64, len(pending))
+	}
+	for k, v := range pending {
+		known[k] = v
+	}
+	clear(pending)
+	return known
+}
+
 func (j *journalTails) rolledBack() {
 	clear(j.pending)
+	clear(j.pendingOpen)
 	j.pendingRows = 0
 }
 
@@ -101,6 +149,7 @@ func (s *Store) checkForeignWrites(tx *sql.Tx) error {
 	}
 	if v != s.jt.version {
 		clear(s.jt.tails)
+		clear(s.jt.open)
 		s.jt.version = v
 	}
 	return nil

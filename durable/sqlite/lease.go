@@ -24,7 +24,7 @@ func (s *Store) ClaimIf(ctx context.Context, runID string, epoch int64) (durable
 
 // Heartbeat implements durable.Leaser.
 func (s *Store) Heartbeat(ctx context.Context, claim durable.Claim) error {
-	return s.exec(ctx, "", func(tx *sql.Tx) error {
+	return s.exec(ctx, oneRun(claim.RunID), func(tx *sql.Tx) error {
 		r, ok, err := getTx(tx, claim.RunID)
 		switch {
 		case err != nil:

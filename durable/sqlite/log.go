@@ -32,7 +32,7 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 	}
 	var first, n int64
 	var stored bool
-	err := s.execThen(ctx, runID, func(tx *sql.Tx) error {
+	err := s.execThen(ctx, noRun, runID, func(tx *sql.Tx) error {
 		var err error
 		first, n, stored, err = s.appendTx(tx, runID, batch, opts, s.opts.Now())
 		return err
@@ -63,23 +63,31 @@ func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.
 			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
-	// One read gives the log's state and the run's epoch; the tail comes
-	// from the writer's memory, so the append writes the journal's last
-	// page and nothing else.
-	var closed, epoch sql.NullInt64
-	if err := tx.Stmt(s.st.appendState).QueryRow(runID).Scan(&closed, &epoch); err != nil {
-		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
-	}
-	if opts.Epoch > 0 && epoch.Int64 != opts.Epoch {
-		return 0, 0, false, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: epoch.Int64}
-	}
-	switch {
-	case closed.Int64 != 0:
-		return 0, 0, false, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
-	case !closed.Valid:
-		if _, err := tx.Stmt(s.st.logCreate).Exec(runID, now.UnixMilli()); err != nil {
+	// The log's state and the run's epoch, and the tail, come from the
+	// writer's memory once read, so the append writes the journal's last
+	// page and reads nothing.
+	epoch, open := s.jt.openEpoch(runID)
+	var closed sql.NullInt64
+	if !open {
+		var e sql.NullInt64
+		if err := tx.Stmt(s.st.appendState).QueryRow(runID).Scan(&closed, &e); err != nil {
 			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
+		epoch = e.Int64
+	}
+	if opts.Epoch > 0 && epoch != opts.Epoch {
+		return 0, 0, false, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: epoch}
+	}
+	if !open {
+		switch {
+		case closed.Int64 != 0:
+			return 0, 0, false, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
+		case !closed.Valid:
+			if _, err := tx.Stmt(s.st.logCreate).Exec(runID, now.UnixMilli()); err != nil {
+				return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+			}
+		}
+		s.jt.setOpen(runID, epoch)
 	}
 	last, err := s.appendTail(tx, runID)
 	if err != nil {
@@ -146,7 +154,7 @@ func (s *Store) Close(ctx context.Context, runID string) error {
 		return err
 	}
 	now := s.opts.Now().UnixMilli()
-	return s.execThen(ctx, runID, func(tx *sql.Tx) error {
+	return s.execThen(ctx, oneRun(runID), runID, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at)
 			VALUES (?1, `+tailSQL+`, ?2, ?2)
 			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at), last_seq = excluded.last_seq`, runID, now)
@@ -268,7 +276,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 		return []string{}, nil
 	}
 	now := s.opts.Now().UnixMilli()
-	err := s.execThen(ctx, runID, func(tx *sql.Tx) error {
+	err := s.execThen(ctx, oneRun(runID), runID, func(tx *sql.Tx) error {
 		// Entries are edited in place in goai_entries: first move the
 		// run's journal rows there.
 		s.jt.forget(runID)
@@ -317,7 +325,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 // Prune implements durable.Pruner.
 func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	var n int
-	err := s.exec(ctx, "", func(tx *sql.Tx) error {
+	err := s.exec(ctx, anyRun, func(tx *sql.Tx) error {
 		c := cutoff.UnixMilli()
 		for _, q := range []string{
 			`DELETE FROM goai_entries WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,

@@ -16,7 +16,7 @@ func (s *Store) SaveRequest(ctx context.Context, runID string, body []byte) erro
 	if err := durable.CheckRunID(runID); err != nil {
 		return err
 	}
-	return s.exec(ctx, "", func(tx *sql.Tx) error {
+	return s.exec(ctx, oneRun(runID), func(tx *sql.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO goai_run_requests (run_id, body) VALUES (?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET body = excluded.body`, runID, body); err != nil {
 			return fmt.Errorf("durable/sqlite: save request: %w", err)

@@ -118,7 +118,7 @@ func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (dura
 		return durable.RunRecord{}, fmt.Errorf("durable: invalid run status %q", rec.Status)
 	}
 	var out durable.RunRecord
-	err := s.exec(ctx, "", func(tx *sql.Tx) error {
+	err := s.exec(ctx, oneRun(rec.RunID), func(tx *sql.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO goai_runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (run_id) DO NOTHING`, runArgs(rec)...); err != nil {
 			return fmt.Errorf("durable/sqlite: create run: %w", err)
@@ -147,7 +147,7 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 	if err := patch.Validate(); err != nil {
 		return err
 	}
-	return s.exec(ctx, "", func(tx *sql.Tx) error {
+	return s.exec(ctx, oneRun(runID), func(tx *sql.Tx) error {
 		r, ok, err := getTx(tx, runID)
 		if err != nil || !ok {
 			return err
@@ -173,7 +173,7 @@ func (s *Store) claim(ctx context.Context, runID string, ifEpoch *int64) (durabl
 	if err := s.checkFile(); err != nil {
 		return c, err
 	}
-	err := s.exec(ctx, "", func(tx *sql.Tx) error {
+	err := s.exec(ctx, oneRun(runID), func(tx *sql.Tx) error {
 		// Whoever held the run before may have appended to it from
 		// another process: read its tail afresh.
 		s.jt.forget(runID)

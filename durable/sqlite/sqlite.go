@@ -109,8 +109,28 @@ type op struct {
 	fn        func(tx *sql.Tx) error
 	committed func() // if set, run after the commit, before the wake-up
 	wake      string // run whose readers to wake after the commit
+	changes   scope  // forgotten from the writer's memory before fn runs
 	done      chan error
 }
+
+// scope is what an op may change of the state appends check, which the
+// writer remembers per run (journal.go): whether a run's log is open and
+// its run's driver epoch.
+type scope struct {
+	run string // the one run whose log or record the op may change
+	all bool   // the op may change any run's
+}
+
+var (
+	// noRun: the op changes no log's state and no run record (appends,
+	// which keep the writer's memory themselves; threads).
+	noRun = scope{}
+	// anyRun: the op may change any run's log or record.
+	anyRun = scope{all: true}
+)
+
+// oneRun: the op may change runID's log or record, and no other run's.
+func oneRun(runID string) scope { return scope{run: runID} }
 
 // schema: a log's entries are in goai_entries and, appended since the last
 // compaction, in goai_journal (journal.go). Its tail is the highest seq
@@ -321,17 +341,18 @@ func (s *Store) isClosed() bool {
 // exec runs fn in the writer's next group transaction and waits for the
 // commit. Once queued, a write is not abandoned because ctx ends: the caller
 // learns its outcome.
-func (s *Store) exec(ctx context.Context, wake string, fn func(tx *sql.Tx) error) error {
-	return s.execThen(ctx, wake, fn, nil)
+// changes says what the write may change of the state appends check.
+func (s *Store) exec(ctx context.Context, changes scope, fn func(tx *sql.Tx) error) error {
+	return s.execThen(ctx, changes, "", fn, nil)
 }
 
 // execThen is exec with committed run after a successful commit, before
-// the wake-up.
-func (s *Store) execThen(ctx context.Context, wake string, fn func(tx *sql.Tx) error, committed func()) error {
+// waking the readers of run wake.
+func (s *Store) execThen(ctx context.Context, changes scope, wake string, fn func(tx *sql.Tx) error, committed func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{fn: fn, committed: committed, wake: wake, done: make(chan error, 1)}
+	o := &op{fn: fn, committed: committed, wake: wake, changes: changes, done: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -470,7 +491,7 @@ func (s *Store) commit(group []*op) {
 		return
 	}
 	for _, o := range group {
-		if err := o.fn(tx); err != nil {
+		if err := s.run(tx, o); err != nil {
 			tx.Rollback()
 			s.jt.rolledBack()
 			for _, o := range group {
@@ -495,6 +516,19 @@ func (s *Store) begin() (*sql.Tx, error) {
 	return tx, nil
 }
 
+// run runs o in tx, first forgetting what the writer remembers of the
+// state o may change: an append later in the same transaction must see
+// o's change.
+func (s *Store) run(tx *sql.Tx, o *op) error {
+	switch {
+	case o.changes.all:
+		s.jt.forgetAllStates()
+	case o.changes.run != "":
+		s.jt.forgetState(o.changes.run)
+	}
+	return o.fn(tx)
+}
+
 // commitAlone runs one op in a transaction of its own.
 func (s *Store) commitAlone(o *op) {
 	tx, err := s.begin()
@@ -502,7 +536,7 @@ func (s *Store) commitAlone(o *op) {
 		o.done <- err
 		return
 	}
-	if err := o.fn(tx); err != nil {
+	if err := s.run(tx, o); err != nil {
 		tx.Rollback()
 		s.jt.rolledBack()
 		o.done <- err

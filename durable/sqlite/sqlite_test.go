@@ -210,3 +210,69 @@ func TestReadAcrossProcessesWithPolling(t *testing.T) {
 	t.Cleanup(func() { local.Shutdown() })
 	durabletest.ReadAcrossInstances(t, local, open(t, path))
 }
+
+// fencedAppend appends one entry to runID under claim epoch.
+func fencedAppend(s *sqlite.Store, runID string, epoch int64) error {
+	_, err := s.AppendWith(context.Background(), runID, [][]byte{[]byte("x")}, durable.AppendOptions{Epoch: epoch})
+	return err
+}
+
+// The writer remembers each open log's run epoch between appends
+// (journal.go); a claim by another process writing the same file must
+// still fence this one's appends at once.
+func TestForeignClaimFencesAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "durable.db")
+	a, b := open(t, path), open(t, path)
+	ctx := context.Background()
+	if _, err := a.CreateOrResume(ctx, durable.RunRecord{RunID: "r", ThreadID: "t", StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.ClaimIf(ctx, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second append is served from the writer's memory
+		if err := fencedAppend(a, "r", c.Epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.ClaimIf(ctx, "r", c.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	var lost *durable.ClaimLostError
+	if err := fencedAppend(a, "r", c.Epoch); !errors.As(err, &lost) {
+		t.Fatalf("append under the old claim after another process's claim: %v, want a ClaimLostError", err)
+	}
+}
+
+// Prune deletes finished runs' records, also of a log left open: an
+// append fenced by the deleted record's epoch then fails, as it did
+// before the writer remembered the epoch.
+func TestPruneFencesAppends(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if _, err := s.CreateOrResume(ctx, durable.RunRecord{RunID: "r", ThreadID: "t", StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.ClaimIf(ctx, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := time.Now().Add(-time.Hour)
+	if err := s.Update(ctx, "r", durable.RunPatch{Status: durable.Set(durable.StatusCompleted), FinishedAt: durable.Set(done)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fencedAppend(s, "r", c.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prune(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "r"); !errors.Is(err, durable.ErrRunNotFound) {
+		t.Fatalf("run record after the prune: %v, want ErrRunNotFound", err)
+	}
+	var lost *durable.ClaimLostError
+	if err := fencedAppend(s, "r", c.Epoch); !errors.As(err, &lost) {
+		t.Fatalf("append fenced by a pruned run's epoch: %v, want a ClaimLostError", err)
+	}
+}

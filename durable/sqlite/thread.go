@@ -20,7 +20,7 @@ func (s *Store) SaveThread(ctx context.Context, t durable.Thread) error {
 	if t.Interrupts != nil {
 		interrupts = string(t.Interrupts)
 	}
-	return s.exec(ctx, "", func(tx *sql.Tx) error {
+	return s.exec(ctx, noRun, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO goai_threads (thread_id, messages, run_id, interrupts, updated_at, owner) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (thread_id) DO UPDATE SET messages = excluded.messages, run_id = excluded.run_id,
 				interrupts = excluded.interrupts, updated_at = excluded.updated_at, owner = excluded.owner`,
