@@ -154,16 +154,21 @@ func (s *Store) Close(ctx context.Context, runID string) error {
 		return err
 	}
 	now := s.opts.Now().UnixMilli()
+	var last int64
 	return s.execThen(ctx, oneRun(runID), runID, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at)
-			VALUES (?1, `+tailSQL+`, ?2, ?2)
-			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at), last_seq = excluded.last_seq`, runID, now)
+		var err error
+		if last, err = s.appendTail(tx, runID); err != nil {
+			return fmt.Errorf("durable/sqlite: close: %w", err)
+		}
+		_, err = tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at)
+			VALUES (?1, ?2, ?3, ?3)
+			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at), last_seq = excluded.last_seq`, runID, last, now)
 		if err != nil {
 			return fmt.Errorf("durable/sqlite: close: %w", err)
 		}
 		s.jt.forget(runID) // no more appends
 		return nil
-	}, func() { s.recent.Forget(runID) })
+	}, func() { s.recent.Closed(runID, last) })
 }
 
 // Snapshot implements durable.Log.
@@ -325,7 +330,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 // Prune implements durable.Pruner.
 func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	var n int
-	err := s.exec(ctx, anyRun, func(tx *sql.Tx) error {
+	err := s.execThen(ctx, anyRun, "", func(tx *sql.Tx) error {
 		c := cutoff.UnixMilli()
 		for _, q := range []string{
 			`DELETE FROM goai_entries WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
@@ -353,6 +358,6 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 		m, err := res.RowsAffected()
 		n = int(m)
 		return err
-	})
+	}, s.recent.Clear)
 	return n, err
 }

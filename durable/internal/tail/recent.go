@@ -30,6 +30,7 @@ type Recent struct {
 type recentLog struct {
 	first   int64 // seq of entries[0]
 	entries []durable.Entry
+	closed  bool // the log is closed after entries
 }
 
 // Add records that batch was stored in runID's log from seq first on. The
@@ -55,7 +56,7 @@ func (c *Recent) Add(scheme, runID string, first int64, batch [][]byte) {
 	}
 	if l.first+int64(len(l.entries)) != first {
 		// A gap (another process appended in between): start afresh.
-		l.first, l.entries = first, nil
+		l.first, l.entries, l.closed = first, nil, false
 	}
 	if len(l.entries)+len(batch) > 2*recentEntries {
 		// Keep the backing array bounded; readers holding the old one keep
@@ -70,11 +71,57 @@ func (c *Recent) Add(scheme, runID string, first int64, batch [][]byte) {
 	}
 }
 
-// Forget drops runID's entries (its log was closed, upserted or pruned).
+// Closed records that runID's log was closed with last as its last seq,
+// so that its tailers, woken by the close, end without a query. The
+// entries are dropped: what remains is a marker of a few bytes.
+func (c *Recent) Closed(runID string, last int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.logs[runID]; !ok && len(c.logs) >= recentLogs {
+		clear(c.logs)
+	}
+	if c.logs == nil {
+		c.logs = map[string]*recentLog{}
+	}
+	c.logs[runID] = &recentLog{first: last + 1, closed: true}
+}
+
+// Forget drops runID's entries (its log was upserted).
 func (c *Recent) Forget(runID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.logs, runID)
+}
+
+// Clear drops every log's entries (logs were pruned).
+func (c *Recent) Clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.logs)
+}
+
+// ended reports that runID's log is known closed with pos as its last seq.
+func (c *Recent) ended(runID string, pos int64) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.logs[runID]
+	return l != nil && l.closed && pos == l.first+int64(len(l.entries))-1
+}
+
+// fromStart reports that the cache holds runID's log from its first entry
+// on (or knows it closed empty): a read from the start needs no query to
+// learn that the log exists.
+func (c *Recent) fromStart(runID string) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.logs[runID]
+	return l != nil && l.first == 1 && (len(l.entries) > 0 || l.closed)
 }
 
 // after returns the cached entries of runID after seq pos, nil unless the

@@ -84,3 +84,44 @@ func TestRecent(t *testing.T) {
 		t.Fatal("forgotten log still served")
 	}
 }
+
+func TestRecentClosed(t *testing.T) {
+	var c Recent
+	if c.fromStart("r") || c.ended("r", 0) {
+		t.Fatal("an empty cache knows a log")
+	}
+	c.Add("t", "r", 1, batch(1, 3))
+	if !c.fromStart("r") {
+		t.Fatal("a log cached from its first entry is not known from the start")
+	}
+	if c.ended("r", 3) {
+		t.Fatal("an open log ended")
+	}
+	c.Closed("r", 3)
+	if es := c.after("r", 1); es != nil {
+		t.Fatalf("a closed log's entries are kept: %v", seqs(t, es))
+	}
+	if c.ended("r", 2) {
+		t.Fatal("a reader short of the last entry was told the log ended")
+	}
+	if !c.ended("r", 3) {
+		t.Fatal("a reader at the last entry of a closed log was not told it ended")
+	}
+	if c.fromStart("r") {
+		t.Fatal("a closed log with entries is served from the start without a query")
+	}
+	c.Closed("empty", 0)
+	if !c.fromStart("empty") || !c.ended("empty", 0) {
+		t.Fatal("a log closed empty is not known")
+	}
+	c.Clear()
+	if c.ended("r", 3) || c.fromStart("empty") {
+		t.Fatal("Clear kept a log")
+	}
+	// Another process's appends after a marker start the log afresh.
+	c.Closed("r", 3)
+	c.Add("t", "r", 9, batch(9, 1))
+	if c.ended("r", 9) {
+		t.Fatal("a log started afresh is still closed")
+	}
+}

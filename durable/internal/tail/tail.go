@@ -112,6 +112,10 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 				held, heldWake = release, wake
 				continue
 			}
+			if t.Recent.ended(runID, pos) {
+				release()
+				return
+			}
 			if quiet {
 				ok := t.park(ctx, wake, nil)
 				release()
@@ -199,6 +203,9 @@ func (t *Reader) start(ctx context.Context, runID, after string) (int64, error) 
 			return 0, durable.FutureOffsetError(runID, after)
 		}
 		return seq, nil
+	}
+	if after == durable.FromStart && t.Recent.fromStart(runID) {
+		return 0, nil
 	}
 	var deadline <-chan time.Time
 	if t.FirstChunkDeadline > 0 {
