@@ -64,19 +64,45 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatR
 		h.serveLog(w, r, runID, durable.FromStart, cr.format, nil)
 		return
 	}
-	if err := h.keepRequest(p.bg(), runID, cr); err != nil {
-		writeStoreError(w, err)
-		return
-	}
+	// The request (kept for a takeover), the accepted marker and the
+	// user's turn are independent writes: issued together, they share the
+	// store's next commit instead of waiting for one each. All are stored
+	// before the model starts, so no later save of the thread is
+	// overtaken by the first.
+	kept := make(chan error, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				kept <- h.recovered(v, "runId", runID)
+			}
+		}()
+		kept <- h.keepRequest(p.bg(), runID, cr)
+	}()
+	turnSaved := make(chan struct{})
+	go func() {
+		defer close(turnSaved)
+		defer func() {
+			if v := recover(); v != nil {
+				h.recovered(v, "runId", runID)
+			}
+		}()
+		p.saveRequestTurn(cr.opts.Messages)
+	}()
 	p.commits = newGroupCommit(p.append, h.cfg.linger())
-	if err := p.accept(); err != nil {
+	acceptErr := p.accept()
+	keepErr := <-kept
+	<-turnSaved
+	if keepErr != nil || acceptErr != nil {
 		p.commits.stop()
-		writeStoreError(w, fmt.Errorf("appending to the run log: %w", err))
+		if keepErr != nil {
+			writeStoreError(w, keepErr)
+		} else {
+			writeStoreError(w, fmt.Errorf("appending to the run log: %w", acceptErr))
+		}
 		return
 	}
 	disc := chat.NewRunDisconnect()
 	cr.opts.Disconnect = disc
-	p.saveRequestTurn(cr.opts.Messages)
 	started = true
 	p.launch(cr.opts)
 	h.serveLog(w, r, runID, durable.FromStart, cr.format, disc)
