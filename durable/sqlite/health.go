@@ -29,12 +29,54 @@ func migrate(db *sql.DB) error {
 			}
 		}
 	}
+	if err := migrateToChunks(db); err != nil {
+		return err
+	}
 	_, err := db.Exec(`CREATE INDEX IF NOT EXISTS goai_runs_finished ON goai_runs (finished_at) WHERE finished_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS goai_run_requests (
 	run_id TEXT PRIMARY KEY,
 	body   BLOB NOT NULL
 ) WITHOUT ROWID`)
 	return err
+}
+
+// migrateToChunks moves the entries of a database written before chunks,
+// one per row, into goai_chunks as chunks of one (whose data is the
+// entry's bytes as they are), in one transaction.
+func migrateToChunks(db *sql.DB) error {
+	var old int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goai_entries'`).Scan(&old); err != nil {
+		return err
+	}
+	if old == 0 {
+		return nil
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data)
+		SELECT run_id, seq, seq, data FROM goai_entries ORDER BY run_id, seq`); err != nil {
+		return err
+	}
+	var journal int
+	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goai_journal'`).Scan(&journal); err != nil {
+		return err
+	}
+	if journal > 0 {
+		if _, err := tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data)
+			SELECT run_id, seq, seq, data FROM goai_journal ORDER BY run_id, seq`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`DROP TABLE goai_journal`); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(`DROP TABLE goai_entries`); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // watchFile records the database file's identity (device and inode) and

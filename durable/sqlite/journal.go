@@ -5,15 +5,16 @@ import (
 	"fmt"
 )
 
-// The journal. Small appends do not insert into goai_entries, whose rows
+// The journal. Small appends do not insert into goai_chunks, whose rows
 // are clustered by run: with a hundred runs appending a token each, every
 // commit would write a page per run (a WAL frame of 4 KiB each), a page per
-// event. They go to goai_journal instead, a table in arrival order whose
-// last page takes the events of every run. A batch of putMany or more goes
-// to goai_entries directly: its run's page is written once for all of it.
-// When the journal holds Options.JournalRows rows, the writer moves them
-// into goai_entries in one transaction, sorted by run, so each run's page
-// is written once per compaction rather than once per commit.
+// event. They go to goai_chunk_journal instead, a table in arrival order
+// whose last page takes the events of every run, a chunk (chunk.go) per
+// append. A batch of putMany or more goes to goai_chunks directly: its
+// run's page is written once for all of it. When the journal holds
+// Options.JournalRows rows, the writer moves them into goai_chunks in one
+// transaction, sorted by run, so each run's page is written once per
+// compaction rather than once per commit.
 //
 // Readers read both tables in one statement (one snapshot), so a
 // compaction is never seen half done. The journal has no index (an index
@@ -31,8 +32,8 @@ const defaultJournalRows = 1024
 
 // tailSQL is the tail (highest seq) of the log of run ?1, over both tables.
 const tailSQL = `max(
-	(SELECT coalesce(max(seq), 0) FROM goai_entries WHERE run_id = ?1),
-	(SELECT coalesce(max(seq), 0) FROM goai_journal WHERE run_id = ?1))`
+	(SELECT coalesce(max(last_seq), 0) FROM goai_chunks WHERE run_id = ?1),
+	(SELECT coalesce(max(last_seq), 0) FROM goai_chunk_journal WHERE run_id = ?1))`
 
 // journalTails is the writer's knowledge of log tails, touched only by
 // the writer goroutine. tails holds committed tails; pending the tails set
@@ -48,7 +49,7 @@ type journalTails struct {
 	version     int64 // PRAGMA data_version when tails were last known good
 	tails       map[string]int64
 	pending     map[string]int64
-	rows        int // rows in goai_journal, as far as the writer knows
+	rows        int // rows in goai_chunk_journal, as far as the writer knows
 	pendingRows int
 
 	open        map[string]int64 // run -> driver epoch (0: none), for open logs
@@ -167,7 +168,7 @@ func (s *Store) appendTail(tx *sql.Tx, runID string) (int64, error) {
 	return t, nil
 }
 
-// compactJournal moves every journal row into goai_entries, in a
+// compactJournal moves every journal row into goai_chunks, in a
 // transaction of its own.
 func (s *Store) compactJournal() error {
 	tx, err := s.w.Begin()
@@ -175,11 +176,11 @@ func (s *Store) compactJournal() error {
 		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(`INSERT INTO goai_entries (run_id, seq, data)
-		SELECT run_id, seq, data FROM goai_journal ORDER BY run_id, seq`); err != nil {
+	if _, err := tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data)
+		SELECT run_id, last_seq, first_seq, data FROM goai_chunk_journal ORDER BY run_id, last_seq`); err != nil {
 		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
 	}
-	if _, err := tx.Exec(`DELETE FROM goai_journal`); err != nil {
+	if _, err := tx.Exec(`DELETE FROM goai_chunk_journal`); err != nil {
 		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -189,13 +190,13 @@ func (s *Store) compactJournal() error {
 	return nil
 }
 
-// compactRun moves runID's journal rows into goai_entries within tx (for
+// compactRun moves runID's journal rows into goai_chunks within tx (for
 // writes that edit entries in place).
 func compactRun(tx *sql.Tx, runID string) error {
-	if _, err := tx.Exec(`INSERT INTO goai_entries (run_id, seq, data)
-		SELECT run_id, seq, data FROM goai_journal WHERE run_id = ? ORDER BY seq`, runID); err != nil {
+	if _, err := tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data)
+		SELECT run_id, last_seq, first_seq, data FROM goai_chunk_journal WHERE run_id = ? ORDER BY last_seq`, runID); err != nil {
 		return err
 	}
-	_, err := tx.Exec(`DELETE FROM goai_journal WHERE run_id = ?`, runID)
+	_, err := tx.Exec(`DELETE FROM goai_chunk_journal WHERE run_id = ?`, runID)
 	return err
 }

@@ -94,14 +94,16 @@ func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.
 		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
 	n = int64(len(batch))
-	// A small batch goes to the journal; a large one is written straight
-	// to goai_entries, where its run's page is written once for many
-	// entries anyway.
-	rows, one, many := 0, s.st.entryPut, s.st.entryPutMany
+	// A small batch goes to the journal as one chunk; a large one is
+	// written straight to goai_chunks, where its run's page is written
+	// once for many entries anyway.
+	rows := 0
 	if len(batch) < putMany {
-		rows, one = len(batch), s.st.journalPut
-	}
-	if err := putRows(tx, one, many, runID, last+1, batch); err != nil {
+		rows = 1
+		if _, err := tx.Stmt(s.st.journalPut).Exec(runID, last+1, last+n, encodeChunk(batch)); err != nil {
+			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+		}
+	} else if err := putChunks(tx.Stmt(s.st.chunkPut), runID, last+1, batch); err != nil {
 		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
 	s.jt.set(runID, last+n, rows)
@@ -113,37 +115,15 @@ func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.
 	return last + 1, n, true, nil
 }
 
-// putRows inserts batch as runID's entries from seq first on, putMany at
-// a time with many and the rest one by one with one.
-func putRows(tx *sql.Tx, one, many *sql.Stmt, runID string, first int64, batch [][]byte) error {
-	data := func(b []byte) []byte {
-		if b == nil {
-			return []byte{}
-		}
-		return b
-	}
-	if len(batch) >= putMany {
-		ins := tx.Stmt(many)
-		args := make([]any, 0, 3*putMany)
-		for len(batch) >= putMany {
-			args = args[:0]
-			for i, b := range batch[:putMany] {
-				args = append(args, runID, first+int64(i), data(b))
-			}
-			if _, err := ins.Exec(args...); err != nil {
-				return err
-			}
-			batch, first = batch[putMany:], first+putMany
-		}
-	}
-	if len(batch) == 0 {
-		return nil
-	}
-	ins := tx.Stmt(one)
-	for i, b := range batch {
-		if _, err := ins.Exec(runID, first+int64(i), data(b)); err != nil {
+// putChunks inserts batch as runID's entries from seq first on, in chunks
+// of maxChunk entries at most.
+func putChunks(ins *sql.Stmt, runID string, first int64, batch [][]byte) error {
+	for len(batch) > 0 {
+		c := batch[:min(len(batch), maxChunk)]
+		if _, err := ins.Exec(runID, first, first+int64(len(c))-1, encodeChunk(c)); err != nil {
 			return err
 		}
+		batch, first = batch[len(c):], first+int64(len(c))
 	}
 	return nil
 }
@@ -189,27 +169,33 @@ func (s *Store) Snapshot(ctx context.Context, runID string) ([]durable.Entry, er
 // page calls f for the entries after seq after, up to seq upTo (-1: no
 // bound), at most limit of them (0: no limit).
 func (s *Store) page(ctx context.Context, runID string, after, upTo int64, limit int, f func(seq int64, data []byte)) error {
-	if upTo < 0 {
-		upTo = 1<<63 - 1
-	}
+	hi, hiLast := seqRange(after, upTo, limit)
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.st.readPage.QueryContext(ctx, runID, after, upTo, limit)
+	rows, err := s.st.readPage.QueryContext(ctx, runID, after, hi, hiLast)
 	if err != nil {
 		return fmt.Errorf("durable/sqlite: read: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var seq int64
+	n := 0
+	for rows.Next() && (limit < 0 || n < limit) {
+		var first, last int64
 		var data []byte
-		if err := rows.Scan(&seq, &data); err != nil {
+		if err := rows.Scan(&first, &last, &data); err != nil {
 			return fmt.Errorf("durable/sqlite: read: %w", err)
 		}
-		if data == nil {
-			data = []byte{}
+		err := decodeChunk(first, last, data, after, hi, func(seq int64, b []byte) bool {
+			if b == nil {
+				b = []byte{}
+			}
+			f(seq, b)
+			n++
+			return limit < 0 || n < limit
+		})
+		if err != nil {
+			return err
 		}
-		f(seq, data)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("durable/sqlite: read: %w", err)
@@ -241,24 +227,32 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 		}
 		return &tail.State{Exists: ok, Last: last, Closed: closed}, nil
 	}
-	rows, err := s.st.readLog.QueryContext(ctx, runID, after, limit)
+	hi, hiLast := seqRange(after, -1, limit)
+	rows, err := s.st.readLog.QueryContext(ctx, runID, after, hi, hiLast)
 	if err != nil {
 		return nil, fmt.Errorf("durable/sqlite: read: %w", err)
 	}
 	defer rows.Close()
 	st := &tail.State{}
 	for rows.Next() {
-		var seq sql.NullInt64
+		var first, last sql.NullInt64
 		var data []byte
-		if err := rows.Scan(&st.Last, &st.Closed, &seq, &data); err != nil {
+		if err := rows.Scan(&st.Last, &st.Closed, &first, &last, &data); err != nil {
 			return nil, fmt.Errorf("durable/sqlite: read: %w", err)
 		}
 		st.Exists = true
-		if seq.Valid {
-			if data == nil {
-				data = []byte{}
+		if !first.Valid || len(st.Entries) >= limit {
+			continue
+		}
+		err := decodeChunk(first.Int64, last.Int64, data, after, hi, func(seq int64, b []byte) bool {
+			if b == nil {
+				b = []byte{}
 			}
-			st.Entries = append(st.Entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, seq.Int64), Data: data})
+			st.Entries = append(st.Entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, seq), Data: b})
+			return len(st.Entries) < limit
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -282,7 +276,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 	}
 	now := s.opts.Now().UnixMilli()
 	err := s.execThen(ctx, oneRun(runID), runID, func(tx *sql.Tx) error {
-		// Entries are edited in place in goai_entries: first move the
+		// Entries are edited in place in goai_chunks: first move the
 		// run's journal rows there.
 		s.jt.forget(runID)
 		if err := compactRun(tx, runID); err != nil {
@@ -290,7 +284,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 		}
 		var last int64
 		var closed sql.NullInt64
-		err := tx.QueryRow(`SELECT (SELECT coalesce(max(seq), 0) FROM goai_entries WHERE run_id = ?1), closed_at FROM goai_logs WHERE run_id = ?1`, runID).Scan(&last, &closed)
+		err := tx.QueryRow(`SELECT (SELECT coalesce(max(last_seq), 0) FROM goai_chunks WHERE run_id = ?1), closed_at FROM goai_logs WHERE run_id = ?1`, runID).Scan(&last, &closed)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -306,12 +300,17 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 			return fmt.Errorf("durable/sqlite: upsert: %w", err)
 		}
 		for i, e := range entries {
+			if seqs[i] <= last {
+				if err := splitChunkAt(tx, runID, seqs[i]); err != nil {
+					return fmt.Errorf("durable/sqlite: upsert: %w", err)
+				}
+			}
 			data := e.Data
 			if data == nil {
 				data = []byte{}
 			}
-			if _, err := tx.Exec(`INSERT INTO goai_entries (run_id, seq, data) VALUES (?, ?, ?)
-				ON CONFLICT (run_id, seq) DO UPDATE SET data = excluded.data`, runID, seqs[i], data); err != nil {
+			if _, err := tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data) VALUES (?1, ?2, ?2, ?3)
+				ON CONFLICT (run_id, last_seq) DO UPDATE SET data = excluded.data`, runID, seqs[i], data); err != nil {
 				return fmt.Errorf("durable/sqlite: upsert: %w", err)
 			}
 		}
@@ -327,14 +326,39 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 	return out, nil
 }
 
+// splitChunkAt replaces the chunk of goai_chunks holding runID's entry seq,
+// if it holds several, by chunks of one entry each, so that the entry can
+// be edited in place.
+func splitChunkAt(tx *sql.Tx, runID string, seq int64) error {
+	var first, last int64
+	var data []byte
+	err := tx.QueryRow(`SELECT first_seq, last_seq, data FROM goai_chunks WHERE run_id = ? AND last_seq >= ? ORDER BY last_seq LIMIT 1`, runID, seq).
+		Scan(&first, &last, &data)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && (first > seq || first == last) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`DELETE FROM goai_chunks WHERE run_id = ? AND last_seq = ?`, runID, last); err != nil {
+		return err
+	}
+	var ins error
+	err = decodeChunk(first, last, data, first-1, last, func(seq int64, b []byte) bool {
+		_, ins = tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data) VALUES (?1, ?2, ?2, ?3)`, runID, seq, b)
+		return ins == nil
+	})
+	return errors.Join(err, ins)
+}
+
 // Prune implements durable.Pruner.
 func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	var n int
 	err := s.execThen(ctx, anyRun, "", func(tx *sql.Tx) error {
 		c := cutoff.UnixMilli()
 		for _, q := range []string{
-			`DELETE FROM goai_entries WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
-			`DELETE FROM goai_journal WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
+			`DELETE FROM goai_chunks WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
+			`DELETE FROM goai_chunk_journal WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
 			`DELETE FROM goai_producers WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
 		} {
 			if _, err := tx.Exec(q, c); err != nil {

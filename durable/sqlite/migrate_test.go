@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,5 +76,57 @@ func TestNoticesItsFileRemoved(t *testing.T) {
 	}
 	if err := s.Healthy(ctx, false); !errors.Is(err, durable.ErrStoreUnhealthy) {
 		t.Fatalf("unhealthy must stay latched: %v", err)
+	}
+}
+
+// A database written before chunks (an entry per row, in goai_entries and
+// goai_journal) opens with every entry where it was: its open log can be
+// read from any offset and continued.
+func TestMigratesEntriesToChunks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE goai_logs (run_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL, created_at INTEGER NOT NULL, closed_at INTEGER) WITHOUT ROWID`,
+		`CREATE TABLE goai_entries (run_id TEXT NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID`,
+		`CREATE TABLE goai_journal (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL)`,
+		`INSERT INTO goai_logs VALUES ('r', 0, 1, NULL)`,
+		`INSERT INTO goai_entries VALUES ('r', 1, 'a'), ('r', 2, ''), ('r', 3, 'c')`,
+		`INSERT INTO goai_journal (run_id, seq, data) VALUES ('r', 4, 'd'), ('r', 5, 'e')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s := open(t, path)
+	ctx := context.Background()
+	if _, err := s.Append(ctx, "r", [][]byte{[]byte("f")}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range snap {
+		got = append(got, string(e.Data))
+	}
+	if fmt.Sprint(got) != "[a  c d e f]" {
+		t.Fatalf("after the migration: %q", got)
+	}
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var tables int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name IN ('goai_entries', 'goai_journal')`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Fatalf("%d old tables left", tables)
 	}
 }

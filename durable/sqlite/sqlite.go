@@ -132,11 +132,13 @@ var (
 // oneRun: the op may change runID's log or record, and no other run's.
 func oneRun(runID string) scope { return scope{run: runID} }
 
-// schema: a log's entries are in goai_entries and, appended since the last
-// compaction, in goai_journal (journal.go). Its tail is the highest seq
-// stored, not a counter, so that an append writes one page of the journal
-// and nothing else; goai_logs.last_seq records the tail when the log is
-// closed.
+// schema: a log's entries are in chunks (chunk.go) in goai_chunks and,
+// appended since the last compaction, in goai_chunk_journal (journal.go).
+// Its tail is the highest seq stored, not a counter, so that an append
+// writes one page of the journal and nothing else; goai_logs.last_seq
+// records the tail when the log is closed. (A database written before
+// chunks held an entry per row in goai_entries and goai_journal: migrate
+// moves them.)
 const schema = `
 CREATE TABLE IF NOT EXISTS goai_logs (
 	run_id     TEXT PRIMARY KEY,
@@ -145,17 +147,19 @@ CREATE TABLE IF NOT EXISTS goai_logs (
 	closed_at  INTEGER
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS goai_logs_closed ON goai_logs (closed_at) WHERE closed_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS goai_entries (
-	run_id TEXT NOT NULL,
-	seq    INTEGER NOT NULL,
-	data   BLOB NOT NULL,
-	PRIMARY KEY (run_id, seq)
+CREATE TABLE IF NOT EXISTS goai_chunks (
+	run_id    TEXT NOT NULL,
+	last_seq  INTEGER NOT NULL,
+	first_seq INTEGER NOT NULL,
+	data      BLOB NOT NULL,
+	PRIMARY KEY (run_id, last_seq)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS goai_journal (
-	id     INTEGER PRIMARY KEY,
-	run_id TEXT NOT NULL,
-	seq    INTEGER NOT NULL,
-	data   BLOB NOT NULL
+CREATE TABLE IF NOT EXISTS goai_chunk_journal (
+	id        INTEGER PRIMARY KEY,
+	run_id    TEXT NOT NULL,
+	last_seq  INTEGER NOT NULL,
+	first_seq INTEGER NOT NULL,
+	data      BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS goai_producers (
 	run_id       TEXT NOT NULL,

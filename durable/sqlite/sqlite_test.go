@@ -54,7 +54,7 @@ func TestConformance(t *testing.T) {
 
 // TestConformanceJournalCompacting runs the log conformance with a journal
 // compacted every few rows and a commit gap, so that reads, tails and
-// closes meet entries split between the journal and goai_entries, moved
+// closes meet entries split between the journal and goai_chunks, moved
 // while readers follow, and appends that wait to share commits.
 func TestConformanceJournalCompacting(t *testing.T) {
 	opts := &sqlite.Options{JournalRows: 3, CommitGap: time.Millisecond}
@@ -274,5 +274,73 @@ func TestPruneFencesAppends(t *testing.T) {
 	var lost *durable.ClaimLostError
 	if err := fencedAppend(s, "r", c.Epoch); !errors.As(err, &lost) {
 		t.Fatalf("append fenced by a pruned run's epoch: %v, want a ClaimLostError", err)
+	}
+}
+
+// A batch of maxChunk entries or more is stored as several chunks, and
+// small batches as one journal chunk each; reads that start inside a
+// chunk, pages that end inside one, and an upsert of an entry inside one
+// all see every entry once, in order.
+func TestChunkedLog(t *testing.T) {
+	s := openWith(t, filepath.Join(t.TempDir(), "durable.db"), &sqlite.Options{ReadPage: 7})
+	ctx := context.Background()
+	var want, offs []string
+	appendN := func(n int) {
+		batch := make([][]byte, n)
+		for i := range batch {
+			batch[i] = fmt.Appendf(nil, "e%d", len(want))
+			want = append(want, string(batch[i]))
+		}
+		o, err := s.Append(ctx, "r", batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, o...)
+	}
+	appendN(200) // chunks of 64, 64, 64 and 8
+	for range 5 {
+		appendN(3) // a journal chunk each
+	}
+	appendN(1)
+	// Edit entries inside a chunk of 64 and inside a journal chunk.
+	for _, k := range []int{100, 201} {
+		if _, err := s.Upsert(ctx, "r", []durable.Entry{{Offset: offs[k], Data: []byte("edited")}}); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = "edited"
+	}
+	if err := s.Close(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range snap {
+		if i >= len(want) || string(e.Data) != want[i] || e.Offset != offs[i] {
+			t.Fatalf("snapshot entry %d: %q at %s", i, e.Data, e.Offset)
+		}
+	}
+	if len(snap) != len(want) {
+		t.Fatalf("snapshot of %d entries, want %d", len(snap), len(want))
+	}
+	for _, k := range []int{-1, 0, 5, 63, 64, 99, 100, 199, 200, 202, 214} {
+		after, from := durable.FromStart, 0
+		if k >= 0 {
+			after, from = offs[k], k+1
+		}
+		n := from
+		for e, err := range s.Read(ctx, "r", after) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n >= len(want) || string(e.Data) != want[n] || e.Offset != offs[n] {
+				t.Fatalf("read after entry %d: %q at %s, entry %d", k, e.Data, e.Offset, n)
+			}
+			n++
+		}
+		if n != len(want) {
+			t.Fatalf("read after entry %d ended at entry %d of %d", k, n, len(want))
+		}
 	}
 }

@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+func TestChunkRoundTrip(t *testing.T) {
+	for _, batch := range [][][]byte{
+		{[]byte("one")},
+		{nil},
+		{[]byte("a"), {}, []byte("ccc"), bytes.Repeat([]byte("x"), 300)},
+	} {
+		data := encodeChunk(batch)
+		first := int64(10)
+		last := first + int64(len(batch)) - 1
+		var got [][]byte
+		if err := decodeChunk(first, last, data, 0, 1<<62, func(seq int64, b []byte) bool {
+			if want := first + int64(len(got)); seq != want {
+				t.Fatalf("seq %d, want %d", seq, want)
+			}
+			got = append(got, b)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(batch) {
+			t.Fatalf("decoded %q, want %q", got, batch)
+		}
+		// A window inside the chunk, and a stop.
+		var seqs []int64
+		if err := decodeChunk(first, last, data, first, last-1, func(seq int64, b []byte) bool {
+			seqs = append(seqs, seq)
+			return len(seqs) < 2
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if want := min(len(batch)-2, 2); len(batch) > 1 && len(seqs) != max(want, 0) {
+			t.Fatalf("window of %d entries: %v", len(batch), seqs)
+		}
+	}
+}
+
+func TestChunkCorrupt(t *testing.T) {
+	good := encodeChunk([][]byte{[]byte("ab"), []byte("c")})
+	for name, c := range map[string]struct {
+		first, last int64
+		data        []byte
+	}{
+		"overrun":     {1, 2, good[:len(good)-1]},
+		"left over":   {1, 2, append(append([]byte{}, good...), 0)},
+		"too many":    {1, 3, good},
+		"seqs astray": {5, 1, good},
+		"huge length": {1, 2, []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 'a'}},
+	} {
+		if err := decodeChunk(c.first, c.last, c.data, 0, 1<<62, func(int64, []byte) bool { return true }); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}
+
+// FuzzDecodeChunk: no input makes decodeChunk panic or yield bytes beyond
+// its data, and whatever encodeChunk writes decodes back.
+func FuzzDecodeChunk(f *testing.F) {
+	f.Add(int64(1), int64(3), encodeChunk([][]byte{[]byte("a"), []byte("bc"), {}}), int64(1))
+	f.Add(int64(7), int64(7), []byte("single"), int64(0))
+	f.Fuzz(func(t *testing.T, first, last int64, data []byte, after int64) {
+		total := 0
+		_ = decodeChunk(first, last, data, after, 1<<62, func(seq int64, b []byte) bool {
+			if seq <= after || seq < first || seq > last {
+				t.Fatalf("seq %d outside (%d, %d..%d]", seq, after, first, last)
+			}
+			total += len(b)
+			return true
+		})
+		if total > len(data) {
+			t.Fatalf("yielded %d bytes of %d", total, len(data))
+		}
+		// Split data into entries and back.
+		var batch [][]byte
+		for i := 0; i < len(data); i += 3 {
+			batch = append(batch, data[i:min(i+3, len(data))])
+		}
+		if len(batch) == 0 {
+			return
+		}
+		var got [][]byte
+		if err := decodeChunk(1, int64(len(batch)), encodeChunk(batch), 0, 1<<62, func(_ int64, b []byte) bool {
+			got = append(got, b)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(bytes.Join(got, nil), data) || len(got) != len(batch) {
+			t.Fatalf("round trip of %d entries gave %d", len(batch), len(got))
+		}
+	})
+}
