@@ -302,12 +302,14 @@ func (p *producer) drive(opts chat.Options) (sawTerminal bool, thrown error) {
 func (p *producer) run(opts chat.Options) {
 	log := p.h.cfg.Logger.With("runId", p.runID)
 	var watchers sync.WaitGroup
+	ended := make(chan struct{})
 	watchers.Go(func() {
 		defer p.h.recoverLogged("runId", p.runID)
-		p.watch()
+		p.watch(ended)
 	})
 	defer watchers.Wait()
-	defer p.cancel(nil) // stops the watcher
+	defer close(ended) // stops the watcher, once the run is written to its end
+	defer p.cancel(nil)
 	sawTerminal, thrown := p.drive(opts)
 	if p.align != nil && thrown == nil {
 		thrown = p.align.end()
@@ -465,11 +467,15 @@ func (p *producer) detached(thrown error) bool {
 	return rec.DetachedSince != nil && (rec.CancelRequested == nil || !*rec.CancelRequested)
 }
 
-// watch runs beside the producer until it ends: it stops the producer when
-// a cancel is recorded for the run, whichever replica recorded it, and
-// refreshes the producer's lease so recovery knows it is alive. A refused
-// heartbeat means a successor claimed the run: the producer stops.
-func (p *producer) watch() {
+// watch runs beside the producer until ended is closed: it stops the
+// producer when a cancel is recorded for the run, whichever replica
+// recorded it, and refreshes the producer's lease so recovery knows it is
+// alive. It keeps the lease also while a stopped producer winds down (a
+// coding agent being stopped, the run's end being written): a lease
+// lapsing then would let recovery end the run as lost, over its own end.
+// A refused heartbeat means a successor claimed the run: the producer
+// stops.
+func (p *producer) watch(ended <-chan struct{}) {
 	poll := p.h.cfg.cancelPoll()
 	beat := p.h.prod.heartbeatEvery()
 	t := time.NewTicker(min(poll, beat))
@@ -477,7 +483,7 @@ func (p *producer) watch() {
 	lastBeat := time.Now()
 	for {
 		select {
-		case <-p.ctx.Done():
+		case <-ended:
 			return
 		case now := <-t.C:
 			if p.leaser != nil && now.Sub(lastBeat) >= beat {
@@ -494,10 +500,12 @@ func (p *producer) watch() {
 					lastBeat = now
 				}
 			}
+			if p.ctx.Err() != nil {
+				continue // stopping already: only the lease is kept
+			}
 			rec, err := p.store.Get(p.bg(), p.runID)
 			if err == nil && rec.CancelRequested != nil && *rec.CancelRequested {
 				p.cancel(chat.ErrCancelRequested)
-				return
 			}
 		}
 	}

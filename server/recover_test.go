@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"iter"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/durable"
 	"github.com/goai-sdk/goai/durable/postgres"
 	"github.com/goai-sdk/goai/durable/sqlite"
@@ -450,5 +452,67 @@ func TestReaperCancelsExpiredDetachedRun(t *testing.T) {
 	}
 	if r, err := rc.Sweep(context.Background()); err != nil || r != (server.SweepResult{}) {
 		t.Fatalf("sweep after the run ended: %+v %v", r, err)
+	}
+}
+
+// slowStopAdapter streams a little, then, once stopped, takes stop to end:
+// a coding agent being stopped inside its sandbox.
+type slowStopAdapter struct{ stop time.Duration }
+
+func (slowStopAdapter) Name() string  { return "slow-stop" }
+func (slowStopAdapter) Model() string { return "m" }
+func (a slowStopAdapter) ChatStream(ctx context.Context, _ *chat.Request) iter.Seq2[agui.Event, error] {
+	return func(yield func(agui.Event, error) bool) {
+		for _, e := range []agui.Event{
+			{Type: agui.TextMessageStart, MessageID: "m1", Role: "assistant"},
+			{Type: agui.TextMessageContent, MessageID: "m1", Delta: "working"},
+		} {
+			if !yield(e, nil) {
+				return
+			}
+		}
+		<-ctx.Done()
+		time.Sleep(a.stop)
+		yield(agui.Event{}, ctx.Err())
+	}
+}
+
+// A cancelled producer keeps its lease while it winds down: a model that
+// takes several leases to stop still ends its run as cancelled, and
+// recovery, watching the leases, never takes the run for lost.
+func TestCancelledProducerKeepsItsLease(t *testing.T) {
+	for name, newStore := range backends() {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t)
+			e := newItemEnv(t, s, slowStopAdapter{stop: 1500 * time.Millisecond}, nil)
+			e.h.SetHeartbeat(20 * time.Millisecond)
+			ctx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			rc := &server.Recovery{Store: s, Lease: 400 * time.Millisecond, Interval: 10 * time.Millisecond}
+			wg.Go(func() { rc.Run(ctx) })
+			defer func() { stop(); wg.Wait() }()
+			res := post(t, context.Background(), e.url(), map[string]string{"X-Run-Id": "r1"}, body)
+			defer res.Body.Close()
+			cancelled := false
+			fs := readUntil(t, res.Body, func(f agui.Frame) bool {
+				if f.Event.Type == agui.TextMessageContent && !cancelled {
+					cancelled = true
+					cres := post(t, context.Background(), e.srv.URL+"/api/chat/cancel", nil, `{"runId":"r1"}`)
+					cres.Body.Close()
+				}
+				return false
+			})
+			if !cancelled {
+				t.Fatal("the stream ended before the model's text")
+			}
+			if last := fs[len(fs)-1].Event; last.Type != agui.RunError || last.Code != "cancelled" {
+				t.Fatalf("the run ended with %s %q %q, want RUN_ERROR cancelled", last.Type, last.Code, last.Message)
+			}
+			e.h.Wait()
+			rec, _ := s.Get(context.Background(), "r1")
+			if rec.DriverEpoch == nil || *rec.DriverEpoch != 1 {
+				t.Fatalf("record: status %s epoch %v: recovery claimed the run", rec.Status, rec.DriverEpoch)
+			}
+		})
 	}
 }
