@@ -466,6 +466,19 @@ func (m *Memory) Get(ctx context.Context, runID string) (RunRecord, error) {
 	return r.rec.Clone(), nil
 }
 
+// CancelRequested implements CancelLister.
+func (m *Memory) CancelRequested(ctx context.Context, runIDs []string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []string{}
+	for _, id := range runIDs {
+		if r := m.runs[id]; r != nil && r.rec.CancelRequested != nil && *r.rec.CancelRequested {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
 // Update implements RunStore.
 func (m *Memory) Update(ctx context.Context, runID string, patch RunPatch) error {
 	if err := patch.Validate(); err != nil {

@@ -255,6 +255,17 @@ func (e *ClaimLostError) Unwrap() error { return ErrClaimLost }
 
 // RunStore stores run records (RunStore upstream, docs/durable.md §4) and hands out
 // fencing claims (§5.1). Implementations are safe for concurrent use.
+// CancelLister is implemented by run stores that tell, in one query,
+// which of several runs have a cancel recorded: a server producing many
+// runs then polls for cancels recorded elsewhere (another replica, the
+// reaper) with one query per interval instead of one per run.
+type CancelLister interface {
+	// CancelRequested returns those of runIDs whose record has
+	// CancelRequested set, in no particular order; unknown runs are left
+	// out.
+	CancelRequested(ctx context.Context, runIDs []string) ([]string, error)
+}
+
 type RunStore interface {
 	// CreateOrResume stores rec if no record of rec.RunID exists (Status
 	// defaults to running) and returns the stored record. An existing

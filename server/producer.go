@@ -467,10 +467,11 @@ func (p *producer) detached(thrown error) bool {
 	return rec.DetachedSince != nil && (rec.CancelRequested == nil || !*rec.CancelRequested)
 }
 
-// watch runs beside the producer until ended is closed: it stops the
-// producer when a cancel is recorded for the run, whichever replica
-// recorded it, and refreshes the producer's lease so recovery knows it is
-// alive. It keeps the lease also while a stopped producer winds down (a
+// watch runs beside the producer until ended is closed: it refreshes the
+// producer's lease so recovery knows it is alive, and, unless the
+// handler's poller does it for every run (producers.pollCancels), stops
+// the producer when a cancel is recorded for the run, whichever replica
+// recorded it. It keeps the lease also while a stopped producer winds down (a
 // coding agent being stopped, the run's end being written): a lease
 // lapsing then would let recovery end the run as lost, over its own end.
 // A refused heartbeat means a successor claimed the run: the producer
@@ -478,6 +479,10 @@ func (p *producer) detached(thrown error) bool {
 func (p *producer) watch(ended <-chan struct{}) {
 	poll := p.h.cfg.cancelPoll()
 	beat := p.h.prod.heartbeatEvery()
+	shared := p.h.prod.cancels != nil // the handler's poller reads the cancels
+	if shared {
+		poll = beat
+	}
 	t := time.NewTicker(min(poll, beat))
 	defer t.Stop()
 	lastBeat := time.Now()
@@ -500,8 +505,8 @@ func (p *producer) watch(ended <-chan struct{}) {
 					lastBeat = now
 				}
 			}
-			if p.ctx.Err() != nil {
-				continue // stopping already: only the lease is kept
+			if shared || p.ctx.Err() != nil {
+				continue // only the lease is kept here
 			}
 			rec, err := p.store.Get(p.bg(), p.runID)
 			if err == nil && rec.CancelRequested != nil && *rec.CancelRequested {

@@ -516,3 +516,46 @@ func TestCancelledProducerKeepsItsLease(t *testing.T) {
 		})
 	}
 }
+
+// noCancelLister hides the store's durable.CancelLister (keeping its
+// leases), so that each producer polls its own record.
+type noCancelLister struct {
+	durable.Store
+	durable.Leaser
+}
+
+// A cancel recorded in the store by someone else (another replica, the
+// reaper) stops the producer: through the handler's one poller when the
+// store lists cancels in one query, through each producer's own polls
+// when it cannot.
+func TestCancelRecordedElsewhereStopsProducer(t *testing.T) {
+	mem := func() durable.Store { return durable.NewMemory(nil) }
+	for name, newStore := range map[string]func() durable.Store{
+		"one poller":    mem,
+		"per-run polls": func() durable.Store { s := mem(); return noCancelLister{s, s.(durable.Leaser)} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newStore()
+			_, lists := s.(durable.CancelLister)
+			if lists != (name == "one poller") {
+				t.Fatalf("store lists cancels: %v", lists)
+			}
+			e := newItemEnv(t, s, scripted.New(slowScenario(t, 500, 10)), nil)
+			res := post(t, context.Background(), e.url(), map[string]string{"X-Run-Id": "r1"}, body)
+			defer res.Body.Close()
+			recorded := false
+			fs := readUntil(t, res.Body, func(f agui.Frame) bool {
+				if f.Event.Type == agui.TextMessageContent && !recorded {
+					recorded = true
+					if err := s.Update(context.Background(), "r1", durable.RunPatch{CancelRequested: durable.Set(true)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return false
+			})
+			if last := fs[len(fs)-1].Event; last.Type != agui.RunError || last.Code != "cancelled" {
+				t.Fatalf("the run ended with %s %q %q, want RUN_ERROR cancelled", last.Type, last.Code, last.Message)
+			}
+		})
+	}
+}

@@ -161,6 +161,34 @@ func RunStore(t *testing.T, newStore func(t *testing.T) durable.Store, opts *Opt
 		}
 	})
 
+	sub("cancel_requests_listed_in_one_call", func(t *testing.T, s durable.Store) {
+		cl, ok := s.(durable.CancelLister)
+		if !ok {
+			t.Skip("store does not implement durable.CancelLister")
+		}
+		for _, id := range []string{"c1", "c2", "c3"} {
+			mustCreate(t, s, durable.RunRecord{RunID: id, ThreadID: "t", StartedAt: ms(0)})
+		}
+		for _, id := range []string{"c1", "c3"} {
+			if err := s.Update(ctxT(t), id, durable.RunPatch{CancelRequested: durable.Set(true)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Update(ctxT(t), "c3", durable.RunPatch{CancelRequested: durable.Clear[bool]()}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := cl.CancelRequested(ctxT(t), []string{"c1", "c2", "c3", "unknown"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Sort(got); fmt.Sprint(got) != "[c1]" {
+			t.Fatalf("CancelRequested = %v, want [c1]", got)
+		}
+		if got, err := cl.CancelRequested(ctxT(t), []string{"c2"}); err != nil || len(got) != 0 {
+			t.Fatalf("CancelRequested of a run with none = %v, %v", got, err)
+		}
+	})
+
 	sub("30_update_is_a_partial_patch_with_explicit_clears", func(t *testing.T, s durable.Store) {
 		mustUpdate(t, s, "missing", durable.RunPatch{Status: durable.Set(durable.StatusFailed)})
 		if _, err := s.Get(ctxT(t), "missing"); !errors.Is(err, durable.ErrRunNotFound) {

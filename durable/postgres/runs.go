@@ -119,6 +119,27 @@ func (s *Store) Get(ctx context.Context, runID string) (durable.RunRecord, error
 	return r, wrap("get run", err)
 }
 
+// CancelRequested implements durable.CancelLister, in one query.
+func (s *Store) CancelRequested(ctx context.Context, runIDs []string) ([]string, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT run_id FROM goai_runs WHERE run_id = ANY($1) AND cancel_requested`, runIDs)
+	if err != nil {
+		return nil, wrap("cancel requests", err)
+	}
+	out := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, wrap("cancel requests", err)
+		}
+		out = append(out, id)
+	}
+	return out, wrap("cancel requests", rows.Err())
+}
+
 // Update implements durable.RunStore. The record is read and written under
 // a row lock, so the IfEpoch check and the write are atomic.
 func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch) error {

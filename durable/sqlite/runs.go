@@ -142,6 +142,36 @@ func (s *Store) Get(ctx context.Context, runID string) (durable.RunRecord, error
 	return r, nil
 }
 
+// CancelRequested implements durable.CancelLister, in one query (the ids
+// go in as one JSON array).
+func (s *Store) CancelRequested(ctx context.Context, runIDs []string) ([]string, error) {
+	if s.isClosed() {
+		return nil, durable.ErrStoreClosed
+	}
+	ids, err := json.Marshal(runIDs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT run_id FROM goai_runs
+		WHERE run_id IN (SELECT value FROM json_each(?)) AND cancel_requested = 1`, string(ids))
+	if err != nil {
+		return nil, fmt.Errorf("durable/sqlite: cancel requests: %w", err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("durable/sqlite: cancel requests: %w", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("durable/sqlite: cancel requests: %w", err)
+	}
+	return out, nil
+}
+
 // Update implements durable.RunStore.
 func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch) error {
 	if err := patch.Validate(); err != nil {
