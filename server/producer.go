@@ -81,11 +81,7 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatR
 	turnSaved := make(chan struct{})
 	go func() {
 		defer close(turnSaved)
-		defer func() {
-			if v := recover(); v != nil {
-				h.recovered(v, "runId", runID)
-			}
-		}()
+		defer h.recoverLogged("runId", runID)
 		p.saveRequestTurn(cr.opts.Messages)
 	}()
 	p.commits = newGroupCommit(p.append, h.cfg.linger())

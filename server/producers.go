@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -45,6 +43,7 @@ type producers struct {
 	cancels   durable.CancelLister
 	pollEvery time.Duration
 	logger    *slog.Logger
+	recovered func(v any, attrs ...any) error // Handler.recovered
 	polling   bool
 	idle      chan struct{} // wakes the poller when the last run is done
 }
@@ -129,9 +128,10 @@ func (p *producers) pollIDs() []string {
 func (p *producers) pollOnce(ids []string) {
 	defer func() {
 		if v := recover(); v != nil {
-			p.logger.Error("recovered panic polling for cancels", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			_ = p.recovered(v, "component", "cancel poller")
 		}
 	}()
+	// Bounded, so that a store that hangs does not end the polling.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*p.pollEvery)
 	defer cancel()
 	got, err := p.cancels.CancelRequested(ctx, ids)

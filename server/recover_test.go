@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -455,9 +456,9 @@ func TestReaperCancelsExpiredDetachedRun(t *testing.T) {
 	}
 }
 
-// slowStopAdapter streams a little, then, once stopped, takes stop to end:
-// a coding agent being stopped inside its sandbox.
-type slowStopAdapter struct{ stop time.Duration }
+// slowStopAdapter streams a little; once stopped, it reports stopping and
+// ends only when released: a coding agent being stopped in its sandbox.
+type slowStopAdapter struct{ stopping, release chan struct{} }
 
 func (slowStopAdapter) Name() string  { return "slow-stop" }
 func (slowStopAdapter) Model() string { return "m" }
@@ -472,48 +473,60 @@ func (a slowStopAdapter) ChatStream(ctx context.Context, _ *chat.Request) iter.S
 			}
 		}
 		<-ctx.Done()
-		time.Sleep(a.stop)
+		close(a.stopping)
+		<-a.release
 		yield(agui.Event{}, ctx.Err())
 	}
 }
 
-// A cancelled producer keeps its lease while it winds down: a model that
-// takes several leases to stop still ends its run as cancelled, and
-// recovery, watching the leases, never takes the run for lost.
+// A cancelled producer keeps its lease while it winds down: with the
+// store's clock moved past the lease while the model is stopping, a fresh
+// heartbeat comes, recovery finds nothing to take over, and the run ends
+// cancelled at its first driver's epoch.
 func TestCancelledProducerKeepsItsLease(t *testing.T) {
-	for name, newStore := range backends() {
-		t.Run(name, func(t *testing.T) {
-			s := newStore(t)
-			e := newItemEnv(t, s, slowStopAdapter{stop: 1500 * time.Millisecond}, nil)
-			e.h.SetHeartbeat(20 * time.Millisecond)
-			ctx, stop := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			rc := &server.Recovery{Store: s, Lease: 400 * time.Millisecond, Interval: 10 * time.Millisecond}
-			wg.Go(func() { rc.Run(ctx) })
-			defer func() { stop(); wg.Wait() }()
-			res := post(t, context.Background(), e.url(), map[string]string{"X-Run-Id": "r1"}, body)
-			defer res.Body.Close()
-			cancelled := false
-			fs := readUntil(t, res.Body, func(f agui.Frame) bool {
-				if f.Event.Type == agui.TextMessageContent && !cancelled {
-					cancelled = true
-					cres := post(t, context.Background(), e.srv.URL+"/api/chat/cancel", nil, `{"runId":"r1"}`)
-					cres.Body.Close()
-				}
-				return false
-			})
-			if !cancelled {
-				t.Fatal("the stream ended before the model's text")
+	const lease = time.Minute
+	var skew atomic.Int64
+	s := durable.NewMemory(&durable.MemoryOptions{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+	a := slowStopAdapter{stopping: make(chan struct{}), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(a.release) }) }
+	e := newItemEnv(t, s, a, nil)
+	t.Cleanup(release) // runs before the env's cleanup waits for the producer
+	e.h.SetHeartbeat(10 * time.Millisecond)
+	res := post(t, context.Background(), e.url(), map[string]string{"X-Run-Id": "r1"}, body)
+	defer res.Body.Close()
+	sawText, done := make(chan struct{}), make(chan []agui.Frame, 1)
+	go func() {
+		done <- readUntil(t, res.Body, func(f agui.Frame) bool {
+			if f.Event.Type == agui.TextMessageContent {
+				close(sawText)
 			}
-			if last := fs[len(fs)-1].Event; last.Type != agui.RunError || last.Code != "cancelled" {
-				t.Fatalf("the run ended with %s %q %q, want RUN_ERROR cancelled", last.Type, last.Code, last.Message)
-			}
-			e.h.Wait()
-			rec, _ := s.Get(context.Background(), "r1")
-			if rec.DriverEpoch == nil || *rec.DriverEpoch != 1 {
-				t.Fatalf("record: status %s epoch %v: recovery claimed the run", rec.Status, rec.DriverEpoch)
-			}
+			return false
 		})
+	}()
+	<-sawText
+	post(t, context.Background(), e.srv.URL+"/api/chat/cancel", nil, `{"runId":"r1"}`).Body.Close()
+	<-a.stopping
+	skew.Store(int64(2 * lease)) // every heartbeat so far is now past the lease
+	waitFor(t, "a heartbeat from the stopping producer", func() bool {
+		stale, err := s.ListStale(context.Background(), lease)
+		return err == nil && len(stale) == 0
+	})
+	rc := &server.Recovery{Store: s, Lease: lease}
+	if got, err := rc.Sweep(context.Background()); err != nil || got != (server.SweepResult{}) {
+		t.Fatalf("recovery swept %+v, %v while the producer was stopping", got, err)
+	}
+	release()
+	fs := <-done
+	if len(fs) == 0 {
+		t.Fatal("the stream ended with nothing")
+	}
+	if last := fs[len(fs)-1].Event; last.Type != agui.RunError || last.Code != "cancelled" {
+		t.Fatalf("the run ended with %s %q %q, want RUN_ERROR cancelled", last.Type, last.Code, last.Message)
+	}
+	e.h.Wait()
+	if rec, _ := s.Get(context.Background(), "r1"); rec.DriverEpoch == nil || *rec.DriverEpoch != 1 {
+		t.Fatalf("record: status %s epoch %v: recovery claimed the run", rec.Status, rec.DriverEpoch)
 	}
 }
 
