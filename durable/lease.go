@@ -42,3 +42,14 @@ type Leaser interface {
 	// runs are never stale: they have no producer to lose.
 	ListStale(ctx context.Context, olderThan time.Duration) ([]RunRecord, error)
 }
+
+// BatchLeaser is implemented by Leasers that renew many claims in one call:
+// a server producing many runs then keeps every lease with one store write
+// per heartbeat interval instead of one per run.
+type BatchLeaser interface {
+	// HeartbeatAll records, as Heartbeat does, a heartbeat for each of
+	// claims still held, in one transaction. It returns the run ids of the
+	// claims no longer held (the run's DriverEpoch moved on): those get no
+	// heartbeat. Unknown runs are left out of lost and get none either.
+	HeartbeatAll(ctx context.Context, claims []Claim) (lost []string, err error)
+}

@@ -604,6 +604,30 @@ func (m *Memory) Heartbeat(ctx context.Context, claim Claim) error {
 	return nil
 }
 
+// HeartbeatAll implements BatchLeaser.
+func (m *Memory) HeartbeatAll(ctx context.Context, claims []Claim) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var lost []string
+	now := m.opts.Now()
+	for _, c := range claims {
+		r := m.runs[c.RunID]
+		if r == nil {
+			continue
+		}
+		var cur int64
+		if r.rec.DriverEpoch != nil {
+			cur = *r.rec.DriverEpoch
+		}
+		if cur != c.Epoch {
+			lost = append(lost, c.RunID)
+			continue
+		}
+		r.heartbeat = now
+	}
+	return lost, nil
+}
+
 // ListStale implements Leaser.
 func (m *Memory) ListStale(ctx context.Context, olderThan time.Duration) ([]RunRecord, error) {
 	cutoff := m.opts.Now().Add(-olderThan).UnixMilli()

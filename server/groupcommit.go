@@ -7,36 +7,33 @@ import (
 )
 
 // groupCommit is a durable producer's append pipeline. Events are queued by
-// add without waiting; one goroutine appends whatever is queued as one batch
-// as soon as the previous append has finished, and, when it was idle, after
-// lingering at most linger for the events right behind the first. Batching
-// thus never delays an event by more than one append plus linger at any
-// token rate, and a fast producer still gets large batches (everything
-// queued during one append is the next batch).
+// add without waiting; an appender goroutine appends whatever is queued as
+// one batch as soon as the previous append has finished, and, when it
+// starts, after lingering at most linger for the events right behind the
+// first. Batching thus never delays an event by more than one append plus
+// linger at any token rate, and a fast producer still gets large batches
+// (everything queued during one append is the next batch).
+//
+// The appender runs only while something is unstored, as a stream's sender
+// does (streamWriter): an idle run, waiting on its model, holds no
+// goroutine here.
 type groupCommit struct {
 	appendBatch func([][]byte) error
 	linger      time.Duration
 
-	mu      sync.Mutex
-	stored  *sync.Cond // broadcast after each append
-	queued  [][]byte
-	pending int   // entries added and not yet stored (queued or in flight)
-	err     error // the first append error; every later add and flush fails with it
+	mu        sync.Mutex
+	stored    *sync.Cond // broadcast after each append, and when the appender ends
+	queued    [][]byte
+	pending   int   // entries added and not yet stored (queued or in flight)
+	err       error // the first append error; every later add and flush fails with it
+	appending bool  // an appender is running
 
-	kick  chan struct{} // something was queued
 	hurry chan struct{} // a flush waits: skip the linger
-	quit  chan struct{}
-	done  chan struct{}
 }
 
 func newGroupCommit(appendBatch func([][]byte) error, linger time.Duration) *groupCommit {
-	g := &groupCommit{
-		appendBatch: appendBatch, linger: linger,
-		kick: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
-		quit: make(chan struct{}), done: make(chan struct{}),
-	}
+	g := &groupCommit{appendBatch: appendBatch, linger: linger, hurry: make(chan struct{}, 1)}
 	g.stored = sync.NewCond(&g.mu)
-	go g.loop()
 	return g
 }
 
@@ -58,18 +55,20 @@ const maxUnstored = 32
 // fails once an append has failed.
 func (g *groupCommit) add(entry []byte) error {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	for g.pending >= maxUnstored && g.err == nil {
 		signal(g.hurry) // a lingering appender would keep it waiting
 		g.stored.Wait()
 	}
 	if g.err != nil {
-		g.mu.Unlock()
 		return g.err
 	}
 	g.queued = append(g.queued, entry)
 	g.pending++
-	g.mu.Unlock()
-	signal(g.kick)
+	if !g.appending {
+		g.appending = true
+		go g.appendQueued()
+	}
 	return nil
 }
 
@@ -85,45 +84,35 @@ func (g *groupCommit) flush() error {
 	return g.err
 }
 
-// stop stores what is queued and ends the appender.
+// stop waits until what is queued is stored (or dropped after a failed
+// append) and the appender has ended.
 func (g *groupCommit) stop() {
-	close(g.quit)
-	<-g.done
-}
-
-func (g *groupCommit) loop() {
-	defer close(g.done)
-	for {
-		select {
-		case <-g.kick:
-		case <-g.quit:
-			g.drain()
-			return
-		}
-		if g.linger > 0 {
-			t := time.NewTimer(g.linger)
-			select {
-			case <-t.C:
-			case <-g.hurry:
-			case <-g.quit:
-			}
-			t.Stop()
-		}
-		g.drain()
+	signal(g.hurry)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.appending {
+		g.stored.Wait()
 	}
 }
 
-// drain appends batches until nothing is queued.
-func (g *groupCommit) drain() {
-	for {
-		g.mu.Lock()
+// appendQueued is the appender: it lingers once, then appends batches
+// until nothing is queued.
+func (g *groupCommit) appendQueued() {
+	if g.linger > 0 {
+		t := time.NewTimer(g.linger)
+		select {
+		case <-t.C:
+		case <-g.hurry:
+		}
+		t.Stop()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for len(g.queued) > 0 {
 		batch := g.queued
 		g.queued = nil
 		failed := g.err != nil
 		g.mu.Unlock()
-		if len(batch) == 0 {
-			return
-		}
 		var err error
 		if !failed {
 			err = g.safeAppend(batch)
@@ -134,8 +123,9 @@ func (g *groupCommit) drain() {
 			g.err = err
 		}
 		g.stored.Broadcast()
-		g.mu.Unlock()
 	}
+	g.appending = false
+	g.stored.Broadcast()
 }
 
 // safeAppend turns a panic of the store into the append's error, so the

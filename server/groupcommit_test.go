@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // recorder is an appendBatch that records batches and can hold an append.
@@ -154,5 +156,31 @@ func TestGroupCommitAddWaitsWhileTooMuchIsUnstored(t *testing.T) {
 		if len(all) != maxUnstored+1 || all[maxUnstored] != "over" || all[maxUnstored-1] != fmt.Sprintf("e%d", maxUnstored-1) {
 			t.Fatalf("linger %v: stored %v", linger, all)
 		}
+	}
+}
+
+// An idle run holds no appender: it ends once the queue is stored, and the
+// next add starts another.
+func TestGroupCommitAppenderEndsWhenIdle(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	r := &recorder{}
+	g := newGroupCommit(r.append, 0)
+	for i := range 3 {
+		if err := g.add(fmt.Appendf(nil, "e%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.flush(); err != nil {
+			t.Fatal(err)
+		}
+		// goleak.Find retries until the appender has returned.
+		if err := goleak.Find(before); err != nil {
+			t.Fatalf("after add %d, with everything stored: %v", i, err)
+		}
+	}
+	g.stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if fmt.Sprint(r.batches) != "[[e0] [e1] [e2]]" {
+		t.Fatalf("batches %v", r.batches)
 	}
 }

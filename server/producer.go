@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/goai-sdk/goai/agui"
@@ -186,6 +185,10 @@ func (p *producer) launch(opts chat.Options) {
 	}
 	p.h.prod.markReady(p.runID)
 	p.h.metrics.runStarted()
+	// The handler's keeper renews the lease until the run is done (after
+	// its end is written), and stops the producer on a cancel recorded
+	// elsewhere.
+	p.h.prod.keepLease(p)
 	go func() {
 		defer p.h.prod.done(p.runID)
 		defer p.cancel(nil)
@@ -297,14 +300,6 @@ func (p *producer) drive(opts chat.Options) (sawTerminal bool, thrown error) {
 // terminalizes and closes the log and the run record.
 func (p *producer) run(opts chat.Options) {
 	log := p.h.cfg.Logger.With("runId", p.runID)
-	var watchers sync.WaitGroup
-	ended := make(chan struct{})
-	watchers.Go(func() {
-		defer p.h.recoverLogged("runId", p.runID)
-		p.watch(ended)
-	})
-	defer watchers.Wait()
-	defer close(ended) // stops the watcher, once the run is written to its end
 	defer p.cancel(nil)
 	sawTerminal, thrown := p.drive(opts)
 	if p.align != nil && thrown == nil {
@@ -461,53 +456,4 @@ func (p *producer) detached(thrown error) bool {
 		return false
 	}
 	return rec.DetachedSince != nil && (rec.CancelRequested == nil || !*rec.CancelRequested)
-}
-
-// watch runs beside the producer until ended is closed: it refreshes the
-// producer's lease so recovery knows it is alive, and, unless the
-// handler's poller does it for every run (producers.pollCancels), stops
-// the producer when a cancel is recorded for the run, whichever replica
-// recorded it. It keeps the lease also while a stopped producer winds down (a
-// coding agent being stopped, the run's end being written): a lease
-// lapsing then would let recovery end the run as lost, over its own end.
-// A refused heartbeat means a successor claimed the run: the producer
-// stops.
-func (p *producer) watch(ended <-chan struct{}) {
-	poll := p.h.cfg.cancelPoll()
-	beat := p.h.prod.heartbeatEvery()
-	shared := p.h.prod.cancels != nil // the handler's poller reads the cancels
-	if shared {
-		poll = beat
-	}
-	t := time.NewTicker(min(poll, beat))
-	defer t.Stop()
-	lastBeat := time.Now()
-	for {
-		select {
-		case <-ended:
-			return
-		case now := <-t.C:
-			if p.leaser != nil && now.Sub(lastBeat) >= beat {
-				err := p.leaser.Heartbeat(p.bg(), p.fence.Claim())
-				if errors.Is(err, durable.ErrClaimLost) {
-					// The store refuses this producer's next append, which
-					// latches the loss in its fence; stop the run now.
-					p.cancel(err)
-					return
-				}
-				if err != nil {
-					p.h.cfg.Logger.Warn("durable heartbeat failed", "runId", p.runID, "error", err)
-				} else {
-					lastBeat = now
-				}
-			}
-			if shared || p.ctx.Err() != nil {
-				continue // only the lease is kept here
-			}
-			rec, err := p.store.Get(p.bg(), p.runID)
-			if err == nil && rec.CancelRequested != nil && *rec.CancelRequested {
-				p.cancel(chat.ErrCancelRequested)
-			}
-		}
-	}
 }

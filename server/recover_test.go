@@ -572,3 +572,48 @@ func TestCancelRecordedElsewhereStopsProducer(t *testing.T) {
 		})
 	}
 }
+
+// A producer whose claim a successor took stops at its next heartbeat even
+// while its model is silent (no append to be refused): through one batch
+// renewal when the store can, else through its own heartbeat.
+func TestRefusedHeartbeatStopsSilentProducer(t *testing.T) {
+	mem := func() durable.Store { return durable.NewMemory(nil) }
+	for name, newStore := range map[string]func() durable.Store{
+		"batch":   mem,
+		"per run": func() durable.Store { s := mem(); return noCancelLister{s, s.(durable.Leaser)} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newStore()
+			if _, batch := s.(durable.BatchLeaser); batch != (name == "batch") {
+				t.Fatalf("store renews in batches: %v", batch)
+			}
+			// The model pauses a minute before its first token.
+			e := newEnv(t, slowScenario(t, 2, 60_000), s)
+			e.h.SetHeartbeat(10 * time.Millisecond)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			res := post(t, ctx, e.srv.URL+"/api/chat", map[string]string{"X-Run-Id": "r1"}, body)
+			defer res.Body.Close()
+			if fs, _ := readFrames(bufio.NewReader(res.Body), 3); len(fs) != 3 || fs[2].Event.Type != agui.TextMessageStart {
+				t.Fatalf("the stream ended after %d events", len(fs))
+			}
+			if _, err := s.Claim(context.Background(), "r1"); err != nil {
+				t.Fatal(err)
+			}
+			atClaim, _ := s.Snapshot(context.Background(), "r1")
+			done := make(chan struct{})
+			go func() { e.h.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the superseded producer kept running")
+			}
+			if after, _ := s.Snapshot(context.Background(), "r1"); len(after) != len(atClaim) {
+				t.Fatalf("the superseded producer appended %d entries after the successor's claim", len(after)-len(atClaim))
+			}
+			if rec, _ := s.Get(context.Background(), "r1"); rec.Status != durable.StatusRunning {
+				t.Fatalf("the superseded producer finalized the record: %s", rec.Status)
+			}
+		})
+	}
+}

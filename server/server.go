@@ -130,9 +130,7 @@ func ChatHandler(cfg Config) *Handler {
 		cfg.Profile = agui.ProfileAGUI
 	}
 	h := &Handler{cfg: cfg}
-	if cl, ok := cfg.Store.(durable.CancelLister); ok {
-		h.prod.cancels, h.prod.pollEvery, h.prod.logger, h.prod.recovered = cl, cfg.cancelPoll(), cfg.Logger, h.recovered
-	}
+	h.prod.store, h.prod.pollEvery, h.prod.logger, h.prod.recovered = cfg.Store, cfg.cancelPoll(), cfg.Logger, h.recovered
 	h.limits.rate, h.limits.burst = rate.Limit(cfg.RequestsPerSecond), cfg.Burst
 	if cfg.RequestsPerSecond == 0 {
 		h.limits.rate = DefaultRate

@@ -2,6 +2,7 @@ package durabletest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -114,6 +115,52 @@ func Leases(t *testing.T, newStore func(t *testing.T) durable.Store) {
 		var lost *durable.ClaimLostError
 		if !errors.As(err, &lost) || lost.Held != 1 || lost.Observed != 2 {
 			t.Fatalf("Heartbeat of a superseded claim: %v, want ClaimLostError held 1 observed 2", err)
+		}
+	})
+
+	sub("lease_heartbeats_renewed_in_one_call", func(t *testing.T, s durable.Store, l durable.Leaser) {
+		bl, ok := l.(durable.BatchLeaser)
+		if !ok {
+			t.Skip("store is not a durable.BatchLeaser")
+		}
+		ctx := ctxT(t)
+		// Three ancient runs with no heartbeat: all stale. Claim (unlike
+		// ClaimIf) records no heartbeat, so "taken" stays stale.
+		for _, id := range []string{"held", "unclaimed", "taken"} {
+			mustCreate(t, s, durable.RunRecord{RunID: id, ThreadID: "t", StartedAt: ms(1)})
+		}
+		if _, err := s.Claim(ctx, "held"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Claim(ctx, "taken"); err != nil {
+			t.Fatal(err)
+		}
+		if lost, err := bl.HeartbeatAll(ctx, nil); err != nil || len(lost) != 0 {
+			t.Fatalf("HeartbeatAll(none) = %v, %v", lost, err)
+		}
+		lost, err := bl.HeartbeatAll(ctx, []durable.Claim{
+			{RunID: "held", Epoch: 1}, {RunID: "unclaimed", Epoch: 0},
+			{RunID: "taken", Epoch: 0}, {RunID: "missing", Epoch: 1},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(lost) != "[taken]" {
+			t.Fatalf("HeartbeatAll lost = %v, want [taken] (the unknown run is left out)", lost)
+		}
+		rs, err := l.ListStale(ctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(rs); fmt.Sprint(got) != "[taken]" {
+			t.Fatalf("ListStale(1h) after HeartbeatAll = %v, want [taken]: held claims are renewed, a lost one is not", got)
+		}
+		// Renewed like Heartbeat: a later claim still fences the holder.
+		if _, err := s.Claim(ctx, "held"); err != nil {
+			t.Fatal(err)
+		}
+		if lost, err := bl.HeartbeatAll(ctx, []durable.Claim{{RunID: "held", Epoch: 1}}); err != nil || fmt.Sprint(lost) != "[held]" {
+			t.Fatalf("HeartbeatAll of a superseded claim = %v, %v; want [held]", lost, err)
 		}
 	})
 

@@ -88,6 +88,61 @@ func (s *Store) Heartbeat(ctx context.Context, claim durable.Claim) error {
 	return wrap("heartbeat", err)
 }
 
+// HeartbeatAll implements durable.BatchLeaser: one transaction for every
+// claim, holding each run's row as Heartbeat does, so a concurrent claim
+// either precedes the check or follows the heartbeat.
+func (s *Store) HeartbeatAll(ctx context.Context, claims []durable.Claim) ([]string, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(claims))
+	held := make(map[string]int64, len(claims))
+	for i, c := range claims {
+		ids[i] = c.RunID
+		held[c.RunID] = c.Epoch
+	}
+	var lost []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		lost = lost[:0]
+		rows, err := tx.Query(ctx, `SELECT run_id, coalesce(driver_epoch, 0) FROM goai_runs
+			WHERE run_id = ANY($1) ORDER BY run_id FOR SHARE`, ids)
+		if err != nil {
+			return err
+		}
+		var beat []string
+		for rows.Next() {
+			var id string
+			var epoch int64
+			if err := rows.Scan(&id, &epoch); err != nil {
+				rows.Close()
+				return err
+			}
+			if epoch == held[id] {
+				beat = append(beat, id)
+			} else {
+				lost = append(lost, id)
+			}
+		}
+		if rows.Close(); rows.Err() != nil {
+			return rows.Err()
+		}
+		if len(beat) == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO goai_leases (run_id, heartbeat_at)
+			SELECT id, `+dbNowMillis+` FROM unnest($1::text[]) AS id
+			ON CONFLICT (run_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, beat)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("heartbeats", err)
+	}
+	return lost, nil
+}
+
 // ListStale implements durable.Leaser.
 func (s *Store) ListStale(ctx context.Context, olderThan time.Duration) ([]durable.RunRecord, error) {
 	const seen = `coalesce((SELECT l.heartbeat_at FROM goai_leases l WHERE l.run_id = goai_runs.run_id), started_at)`

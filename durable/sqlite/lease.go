@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -41,6 +42,56 @@ func (s *Store) Heartbeat(ctx context.Context, claim durable.Claim) error {
 		}
 		return s.beatTx(tx, claim.RunID)
 	})
+}
+
+// HeartbeatAll implements durable.BatchLeaser: one writer op for every
+// claim. A heartbeat changes no log state and no epoch, so the writer keeps
+// what it remembers of the runs.
+func (s *Store) HeartbeatAll(ctx context.Context, claims []durable.Claim) ([]string, error) {
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	type held struct {
+		RunID string `json:"r"`
+		Epoch int64  `json:"e"`
+	}
+	list := make([]held, len(claims))
+	for i, c := range claims {
+		list[i] = held{c.RunID, c.Epoch}
+	}
+	enc, err := json.Marshal(list)
+	if err != nil {
+		return nil, err
+	}
+	var lost []string
+	err = s.exec(ctx, noRun, func(tx *sql.Tx) error {
+		lost = lost[:0]
+		rows, err := tx.Query(`SELECT r.run_id FROM json_each(?) c JOIN goai_runs r ON r.run_id = c.value->>'r'
+			WHERE coalesce(r.driver_epoch, 0) <> c.value->>'e'`, string(enc))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			lost = append(lost, id)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, err = tx.Exec(`INSERT INTO goai_leases (run_id, heartbeat_at)
+			SELECT r.run_id, ? FROM json_each(?) c JOIN goai_runs r ON r.run_id = c.value->>'r'
+			WHERE coalesce(r.driver_epoch, 0) = c.value->>'e'
+			ON CONFLICT (run_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, s.opts.Now().UnixMilli(), string(enc))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("durable/sqlite: heartbeats: %w", err)
+	}
+	return lost, nil
 }
 
 // ListStale implements durable.Leaser.
