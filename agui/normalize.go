@@ -124,13 +124,8 @@ func normalizeSpec(e *Event) Event {
 	}
 	spec := specKeys[e.Type]
 	n := *e
-	var ts map[string]any
-	put := func(k string, v any) {
-		if ts == nil {
-			ts = make(map[string]any, 4)
-		}
-		ts[k] = v
-	}
+	var ts extras
+	put := ts.put
 	isDelta := e.Type == TextMessageContent || e.Type == ToolCallArgs
 
 	if e.Type == ToolCallStart && n.ToolCallName == "" {
@@ -194,43 +189,105 @@ func normalizeSpec(e *Event) Event {
 		n.Result = e.Result
 	}
 
-	// Named keys that are not spec for this type.
-	move := func(bit keySet, key string, set bool, v any, clear func()) {
-		if !set || spec&bit != 0 {
-			return
-		}
-		if key == "content" && isDelta {
-			clear()
-			return
-		}
-		put(key, v)
-		clear()
+	// Named keys that are not spec for this type move under
+	// metadata.tanstack, except the cumulative content of a delta (dropped).
+	if e.ThreadID != "" && spec&kThreadID == 0 {
+		put("threadId", e.ThreadID)
+		n.ThreadID = ""
 	}
-	{
-		move(kThreadID, "threadId", e.ThreadID != "", e.ThreadID, func() { n.ThreadID = "" })
-		move(kRunID, "runId", e.RunID != "", e.RunID, func() { n.RunID = "" })
-		move(kParentRunID, "parentRunId", e.ParentRunID != "", e.ParentRunID, func() { n.ParentRunID = "" })
-		move(kInput, "input", e.Input != nil, e.Input, func() { n.Input = nil })
-		move(kOutcome, "outcome", e.Outcome != nil, e.Outcome, func() { n.Outcome = nil })
-		move(kUsage, "usage", e.Usage != nil, e.Usage, func() { n.Usage = nil })
-		move(kMessage, "message", e.Message != "", e.Message, func() { n.Message = "" })
-		move(kCode, "code", e.Code != "", e.Code, func() { n.Code = "" })
-		move(kMessageID, "messageId", e.MessageID != "", e.MessageID, func() { n.MessageID = "" })
-		move(kRole, "role", e.Role != "", e.Role, func() { n.Role = "" })
-		move(kName, "name", e.Name != "", e.Name, func() { n.Name = "" })
-		move(kDelta, "delta", e.Delta != "", e.Delta, func() { n.Delta = "" })
-		move(kDelta, "delta", e.Patch != nil, e.Patch, func() { n.Patch = nil })
-		move(kToolCallID, "toolCallId", e.ToolCallID != "", e.ToolCallID, func() { n.ToolCallID = "" })
-		move(kToolCallName, "toolCallName", n.ToolCallName != "", n.ToolCallName, func() { n.ToolCallName = "" })
-		move(kParentMessageID, "parentMessageId", e.ParentMessageID != "", e.ParentMessageID, func() { n.ParentMessageID = "" })
-		move(kContent, "content", e.Content != "", e.Content, func() { n.Content = "" })
-		move(kStepName, "stepName", e.StepName != "", e.StepName, func() { n.StepName = "" })
-		move(kSubtype, "subtype", e.Subtype != "", e.Subtype, func() { n.Subtype = "" })
-		move(kEntityID, "entityId", e.EntityID != "", e.EntityID, func() { n.EntityID = "" })
-		move(kEncryptedValue, "encryptedValue", e.EncryptedValue != "", e.EncryptedValue, func() { n.EncryptedValue = "" })
-		move(kMessages, "messages", e.Messages != nil, e.Messages, func() { n.Messages = nil })
-		move(kSnapshot, "snapshot", e.Snapshot != nil, e.Snapshot, func() { n.Snapshot = nil })
-		move(kValue, "value", e.Value != nil, e.Value, func() { n.Value = nil })
+	if e.RunID != "" && spec&kRunID == 0 {
+		put("runId", e.RunID)
+		n.RunID = ""
+	}
+	if e.ParentRunID != "" && spec&kParentRunID == 0 {
+		put("parentRunId", e.ParentRunID)
+		n.ParentRunID = ""
+	}
+	if e.Input != nil && spec&kInput == 0 {
+		put("input", e.Input)
+		n.Input = nil
+	}
+	if e.Outcome != nil && spec&kOutcome == 0 {
+		put("outcome", e.Outcome)
+		n.Outcome = nil
+	}
+	if e.Usage != nil && spec&kUsage == 0 {
+		put("usage", e.Usage)
+		n.Usage = nil
+	}
+	if e.Message != "" && spec&kMessage == 0 {
+		put("message", e.Message)
+		n.Message = ""
+	}
+	if e.Code != "" && spec&kCode == 0 {
+		put("code", e.Code)
+		n.Code = ""
+	}
+	if e.MessageID != "" && spec&kMessageID == 0 {
+		put("messageId", e.MessageID)
+		n.MessageID = ""
+	}
+	if e.Role != "" && spec&kRole == 0 {
+		put("role", e.Role)
+		n.Role = ""
+	}
+	if e.Name != "" && spec&kName == 0 {
+		put("name", e.Name)
+		n.Name = ""
+	}
+	if e.Delta != "" && spec&kDelta == 0 {
+		put("delta", e.Delta)
+		n.Delta = ""
+	}
+	if e.Patch != nil && spec&kDelta == 0 {
+		put("delta", e.Patch)
+		n.Patch = nil
+	}
+	if e.ToolCallID != "" && spec&kToolCallID == 0 {
+		put("toolCallId", e.ToolCallID)
+		n.ToolCallID = ""
+	}
+	if n.ToolCallName != "" && spec&kToolCallName == 0 {
+		put("toolCallName", n.ToolCallName)
+		n.ToolCallName = ""
+	}
+	if e.ParentMessageID != "" && spec&kParentMessageID == 0 {
+		put("parentMessageId", e.ParentMessageID)
+		n.ParentMessageID = ""
+	}
+	if e.Content != "" && spec&kContent == 0 {
+		if !isDelta {
+			put("content", e.Content)
+		}
+		n.Content = ""
+	}
+	if e.StepName != "" && spec&kStepName == 0 {
+		put("stepName", e.StepName)
+		n.StepName = ""
+	}
+	if e.Subtype != "" && spec&kSubtype == 0 {
+		put("subtype", e.Subtype)
+		n.Subtype = ""
+	}
+	if e.EntityID != "" && spec&kEntityID == 0 {
+		put("entityId", e.EntityID)
+		n.EntityID = ""
+	}
+	if e.EncryptedValue != "" && spec&kEncryptedValue == 0 {
+		put("encryptedValue", e.EncryptedValue)
+		n.EncryptedValue = ""
+	}
+	if e.Messages != nil && spec&kMessages == 0 {
+		put("messages", e.Messages)
+		n.Messages = nil
+	}
+	if e.Snapshot != nil && spec&kSnapshot == 0 {
+		put("snapshot", e.Snapshot)
+		n.Snapshot = nil
+	}
+	if e.Value != nil && spec&kValue == 0 {
+		put("value", e.Value)
+		n.Value = nil
 	}
 	if len(e.Extra) > 0 {
 		var keep map[string]json.RawMessage
@@ -246,7 +303,7 @@ func normalizeSpec(e *Event) Event {
 			case isDelta && (k == "model" || k == "content" || k == "args"):
 			case k == "result" || k == "error":
 			default:
-				if ts == nil || ts[k] == nil {
+				if ts.m == nil || ts.m[k] == nil {
 					put(k, v)
 				}
 			}
@@ -258,10 +315,20 @@ func normalizeSpec(e *Event) Event {
 			put("usage", left)
 		}
 	}
-	if ts != nil {
-		n.Metadata = withTanstack(e.Metadata, ts)
+	if ts.m != nil {
+		n.Metadata = withTanstack(e.Metadata, ts.m)
 	}
 	return n
+}
+
+// extras collects the keys an event moves under metadata.tanstack.
+type extras struct{ m map[string]any }
+
+func (x *extras) put(k string, v any) {
+	if x.m == nil {
+		x.m = make(map[string]any, 4)
+	}
+	x.m[k] = v
 }
 
 // withTanstack returns a copy of meta whose "tanstack" object is the merge
