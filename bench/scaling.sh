@@ -5,7 +5,10 @@
 #             goai durable on SQLite, the reference): each stream's model
 #             sends its first token, pauses HOLD ms (all streams open and idle:
 #             RSS per idle stream), then TOKENS tokens DELAY ms apart (RSS per
-#             active stream from the peak, server CPU per 1,000 events).
+#             active stream from the peak, server CPU per 1,000 events). HOLD
+#             (default 15 s) must outlast the spread of the streams' first
+#             tokens, or the first streams are active again when the last one
+#             opens: at 10,000 streams that spread is 5-8 s here.
 #   loglen    one durable log of 1k -> 1M events, SQLite and Postgres: append
 #             and replay cost per event (bench/loglen).
 #   replicas  1, 2 and 4 `goai serve` replicas on one Postgres: CLIENTS
@@ -66,7 +69,7 @@ start() {
 joined() { local IFS=,; echo "$*"; }
 
 streams_curve() {
-  local hold=${HOLD:-4000} tokens=${TOKENS:-40} delay=${DELAY:-50}
+  local hold=${HOLD:-15000} tokens=${TOKENS:-40} delay=${DELAY:-50}
   local sc="$out/scaling-streams.json"
   "$out/load" -write-scenario "$sc" -tokens "$tokens" -delay-ms "$delay" -hold-ms "$hold" -tool-every 0
   echo "## streams: first token, ${hold} ms idle, then $tokens tokens ${delay} ms apart"

@@ -44,13 +44,32 @@ func (s *Store) Heartbeat(ctx context.Context, claim durable.Claim) error {
 	})
 }
 
-// HeartbeatAll implements durable.BatchLeaser: one writer op for every
-// claim. A heartbeat changes no log state and no epoch, so the writer keeps
+// HeartbeatAll implements durable.BatchLeaser, in writer ops of at most
+// heartbeatsPerOp claims, so that appends are not held up behind one long
+// op. A heartbeat changes no log state and no epoch, so the writer keeps
 // what it remembers of the runs.
 func (s *Store) HeartbeatAll(ctx context.Context, claims []durable.Claim) ([]string, error) {
-	if len(claims) == 0 {
-		return nil, nil
+	var lost []string
+	for len(claims) > 0 {
+		part := claims[:min(len(claims), heartbeatsPerOp)]
+		l, err := s.heartbeatSome(ctx, part)
+		if err != nil {
+			return nil, err
+		}
+		lost = append(lost, l...)
+		claims = claims[len(part):]
 	}
+	return lost, nil
+}
+
+// heartbeatsPerOp bounds the claims one writer op renews: about a
+// millisecond of the writer's time.
+const heartbeatsPerOp = 256
+
+// heartbeatSome renews claims in one writer op. The upsert names the runs it
+// renewed; only when some were not renewed does a second query tell the
+// lost ones from the unknown ones.
+func (s *Store) heartbeatSome(ctx context.Context, claims []durable.Claim) ([]string, error) {
 	type held struct {
 		RunID string `json:"r"`
 		Epoch int64  `json:"e"`
@@ -66,6 +85,16 @@ func (s *Store) HeartbeatAll(ctx context.Context, claims []durable.Claim) ([]str
 	var lost []string
 	err = s.exec(ctx, noRun, func(tx *sql.Tx) error {
 		lost = lost[:0]
+		res, err := tx.Exec(`INSERT INTO goai_leases (run_id, heartbeat_at)
+			SELECT r.run_id, ? FROM json_each(?) c JOIN goai_runs r ON r.run_id = c.value->>'r'
+			WHERE coalesce(r.driver_epoch, 0) = c.value->>'e'
+			ON CONFLICT (run_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, s.opts.Now().UnixMilli(), string(enc))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == int64(len(claims)) {
+			return err
+		}
 		rows, err := tx.Query(`SELECT r.run_id FROM json_each(?) c JOIN goai_runs r ON r.run_id = c.value->>'r'
 			WHERE coalesce(r.driver_epoch, 0) <> c.value->>'e'`, string(enc))
 		if err != nil {
@@ -79,14 +108,7 @@ func (s *Store) HeartbeatAll(ctx context.Context, claims []durable.Claim) ([]str
 			}
 			lost = append(lost, id)
 		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		_, err = tx.Exec(`INSERT INTO goai_leases (run_id, heartbeat_at)
-			SELECT r.run_id, ? FROM json_each(?) c JOIN goai_runs r ON r.run_id = c.value->>'r'
-			WHERE coalesce(r.driver_epoch, 0) = c.value->>'e'
-			ON CONFLICT (run_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, s.opts.Now().UnixMilli(), string(enc))
-		return err
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("durable/sqlite: heartbeats: %w", err)
