@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -108,7 +109,22 @@ func (g *groupCommit) appendQueued() {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for len(g.queued) > 0 {
+	for yielded := false; ; {
+		if len(g.queued) == 0 {
+			if yielded {
+				break
+			}
+			// The producer woken by the last append is about to queue
+			// more when it runs ahead of its model: give it the chance,
+			// rather than end and have the next add start another
+			// appender for a batch of one.
+			yielded = true
+			g.mu.Unlock()
+			runtime.Gosched()
+			g.mu.Lock()
+			continue
+		}
+		yielded = false
 		batch := g.queued
 		g.queued = nil
 		failed := g.err != nil
