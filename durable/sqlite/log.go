@@ -78,6 +78,7 @@ func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.
 	if opts.Epoch > 0 && epoch != opts.Epoch {
 		return 0, 0, false, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: epoch}
 	}
+	created := false
 	if !open {
 		switch {
 		case closed.Int64 != 0:
@@ -86,12 +87,19 @@ func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.
 			if _, err := tx.Stmt(s.st.logCreate).Exec(runID, now.UnixMilli()); err != nil {
 				return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 			}
+			created = true
 		}
 		s.jt.setOpen(runID, epoch)
 	}
-	last, err := s.appendTail(tx, runID)
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+	// A log without its goai_logs row has no entries (every write of
+	// entries creates the row, and a prune deletes it last): a log created
+	// here starts at 0. Asking would scan the journal, which has no index
+	// by run: about 100 us for the first append of every run.
+	var last int64
+	if !created {
+		if last, err = s.appendTail(tx, runID); err != nil {
+			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+		}
 	}
 	n = int64(len(batch))
 	// A small batch goes to the journal as one chunk; a large one is
