@@ -159,9 +159,9 @@ func (p *producers) keptRuns(beat bool) (ids []string, held []*producer) {
 func (p *producers) timeout() time.Duration { return 10 * min(p.pollEvery, p.heartbeatEvery()) }
 
 // pollCancels asks the store which of ids have a cancel recorded and stops
-// those: in one query when the store can list them, else one read per run
-// not already stopping. A failure or a panic of the store is logged and the
-// next tick asks again.
+// those: in one query when the store can list them, else one read per run.
+// A failure or a panic of the store is logged and the next tick asks
+// again.
 func (p *producers) pollCancels(ids []string) {
 	defer func() {
 		if v := recover(); v != nil {
