@@ -230,24 +230,31 @@ func TestTakenOverProducerStops(t *testing.T) {
 	if fs, _ := readFrames(bufio.NewReader(res.Body), 5); len(fs) != 5 {
 		t.Fatalf("the stream ended after %d events", len(fs))
 	}
-	if _, err := s.Claim(context.Background(), "r1"); err != nil {
+	claimAndWaitForStop(t, e, s, "r1")
+	cancel()
+	res.Body.Close()
+}
+
+// claimAndWaitForStop claims runID as a successor would and waits until
+// this handler's producer of it has stopped, having appended nothing more
+// and left the record running for the successor.
+func claimAndWaitForStop(t *testing.T, e *env, s *durable.Memory, runID string) {
+	t.Helper()
+	if _, err := s.Claim(context.Background(), runID); err != nil {
 		t.Fatal(err)
 	}
-	atClaim, _ := s.Snapshot(context.Background(), "r1")
+	atClaim, _ := s.Snapshot(context.Background(), runID)
 	done := make(chan struct{})
 	go func() { e.h.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(3 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the superseded producer kept running")
 	}
-	cancel()
-	res.Body.Close()
-	after, _ := s.Snapshot(context.Background(), "r1")
-	if len(after) != len(atClaim) {
+	if after, _ := s.Snapshot(context.Background(), runID); len(after) != len(atClaim) {
 		t.Fatalf("the superseded producer appended %d entries after the successor's claim", len(after)-len(atClaim))
 	}
-	if rec, _ := s.Get(context.Background(), "r1"); rec.Status != durable.StatusRunning {
+	if rec, _ := s.Get(context.Background(), runID); rec.Status != durable.StatusRunning {
 		t.Fatalf("the superseded producer finalized the record: %s", rec.Status)
 	}
 }
@@ -577,13 +584,13 @@ func TestCancelRecordedElsewhereStopsProducer(t *testing.T) {
 // while its model is silent (no append to be refused): through one batch
 // renewal when the store can, else through its own heartbeat.
 func TestRefusedHeartbeatStopsSilentProducer(t *testing.T) {
-	mem := func() durable.Store { return durable.NewMemory(nil) }
-	for name, newStore := range map[string]func() durable.Store{
-		"batch":   mem,
-		"per run": func() durable.Store { s := mem(); return noCancelLister{s, s.(durable.Leaser)} },
+	for name, wrap := range map[string]func(*durable.Memory) durable.Store{
+		"batch":   func(m *durable.Memory) durable.Store { return m },
+		"per run": func(m *durable.Memory) durable.Store { return noCancelLister{m, m} },
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := newStore()
+			mem := durable.NewMemory(nil)
+			s := wrap(mem)
 			if _, batch := s.(durable.BatchLeaser); batch != (name == "batch") {
 				t.Fatalf("store renews in batches: %v", batch)
 			}
@@ -597,23 +604,7 @@ func TestRefusedHeartbeatStopsSilentProducer(t *testing.T) {
 			if fs, _ := readFrames(bufio.NewReader(res.Body), 3); len(fs) != 3 || fs[2].Event.Type != agui.TextMessageStart {
 				t.Fatalf("the stream ended after %d events", len(fs))
 			}
-			if _, err := s.Claim(context.Background(), "r1"); err != nil {
-				t.Fatal(err)
-			}
-			atClaim, _ := s.Snapshot(context.Background(), "r1")
-			done := make(chan struct{})
-			go func() { e.h.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the superseded producer kept running")
-			}
-			if after, _ := s.Snapshot(context.Background(), "r1"); len(after) != len(atClaim) {
-				t.Fatalf("the superseded producer appended %d entries after the successor's claim", len(after)-len(atClaim))
-			}
-			if rec, _ := s.Get(context.Background(), "r1"); rec.Status != durable.StatusRunning {
-				t.Fatalf("the superseded producer finalized the record: %s", rec.Status)
-			}
+			claimAndWaitForStop(t, e, mem, "r1")
 		})
 	}
 }
