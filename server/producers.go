@@ -207,8 +207,10 @@ func (p *producers) renew(held []*producer) (ok bool) {
 	defer cancel()
 	if bl, isBatch := p.store.(durable.BatchLeaser); isBatch {
 		claims := make([]durable.Claim, len(held))
+		byRun := make(map[string]*producer, len(held))
 		for i, pr := range held {
 			claims[i] = pr.fence.Claim()
+			byRun[pr.runID] = pr
 		}
 		lost, err := bl.HeartbeatAll(ctx, claims)
 		if err != nil {
@@ -216,7 +218,11 @@ func (p *producers) renew(held []*producer) (ok bool) {
 			return false
 		}
 		for _, id := range lost {
-			p.stop(id, fmt.Errorf("%w: run %q: its lease renewal was refused", durable.ErrClaimLost, id))
+			// The producer whose claim was refused, not whichever now
+			// produces the run here (a redrive after it ended).
+			if pr := byRun[id]; pr != nil {
+				pr.cancel(fmt.Errorf("%w: run %q: its lease renewal was refused", durable.ErrClaimLost, id))
+			}
 		}
 		return true
 	}
