@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -589,6 +590,26 @@ func (m *Memory) claim(runID string, ifEpoch *int64) (Claim, error) {
 func (m *Memory) Heartbeat(ctx context.Context, claim Claim) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.beat(claim, m.opts.Now())
+}
+
+// HeartbeatAll implements BatchLeaser.
+func (m *Memory) HeartbeatAll(ctx context.Context, claims []Claim) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var lost []string
+	now := m.opts.Now()
+	for _, c := range claims {
+		if errors.Is(m.beat(c, now), ErrClaimLost) {
+			lost = append(lost, c.RunID)
+		}
+	}
+	return lost, nil
+}
+
+// beat records a heartbeat at now for claim, if it is still held. The
+// caller holds m.mu.
+func (m *Memory) beat(claim Claim, now time.Time) error {
 	r := m.runs[claim.RunID]
 	if r == nil {
 		return fmt.Errorf("%w: %q", ErrRunNotFound, claim.RunID)
@@ -600,32 +621,8 @@ func (m *Memory) Heartbeat(ctx context.Context, claim Claim) error {
 	if cur != claim.Epoch {
 		return &ClaimLostError{RunID: claim.RunID, Held: claim.Epoch, Observed: cur}
 	}
-	r.heartbeat = m.opts.Now()
+	r.heartbeat = now
 	return nil
-}
-
-// HeartbeatAll implements BatchLeaser.
-func (m *Memory) HeartbeatAll(ctx context.Context, claims []Claim) ([]string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var lost []string
-	now := m.opts.Now()
-	for _, c := range claims {
-		r := m.runs[c.RunID]
-		if r == nil {
-			continue
-		}
-		var cur int64
-		if r.rec.DriverEpoch != nil {
-			cur = *r.rec.DriverEpoch
-		}
-		if cur != c.Epoch {
-			lost = append(lost, c.RunID)
-			continue
-		}
-		r.heartbeat = now
-	}
-	return lost, nil
 }
 
 // ListStale implements Leaser.

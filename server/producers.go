@@ -120,12 +120,16 @@ func (p *producers) keep() {
 		case now = <-t.C:
 		case <-p.idle:
 		}
-		ids, held := p.keptRuns(now.Sub(lastBeat) >= beat)
+		due := now.Sub(lastBeat) >= beat
+		ids, held := p.keptRuns(due)
 		if ids == nil {
 			return
 		}
 		p.pollCancels(ids)
-		if held != nil && p.renew(held) {
+		if due {
+			// A renewal that failed is tried again at the next
+			// heartbeat: the lease is several heartbeats long.
+			p.renew(held)
 			lastBeat = now
 		}
 	}
@@ -192,16 +196,15 @@ func (p *producers) pollCancels(ids []string) {
 // renew refreshes the leases of held, in one call when the store can, and
 // stops the producers whose claim a successor took: the store refuses
 // their next append, which latches the loss in their fence; they stop now.
-// It reports whether every lease was renewed.
-func (p *producers) renew(held []*producer) (ok bool) {
+// A failure or a panic of the store is logged.
+func (p *producers) renew(held []*producer) {
 	defer func() {
 		if v := recover(); v != nil {
 			_ = p.recovered(v, "component", "lease keeper")
-			ok = false
 		}
 	}()
 	if len(held) == 0 {
-		return true
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout())
 	defer cancel()
@@ -215,7 +218,7 @@ func (p *producers) renew(held []*producer) (ok bool) {
 		lost, err := bl.HeartbeatAll(ctx, claims)
 		if err != nil {
 			p.logger.Warn("durable heartbeats failed", "runs", len(held), "error", err)
-			return false
+			return
 		}
 		for _, id := range lost {
 			// The producer whose claim was refused, not whichever now
@@ -224,9 +227,8 @@ func (p *producers) renew(held []*producer) (ok bool) {
 				pr.cancel(fmt.Errorf("%w: run %q: its lease renewal was refused", durable.ErrClaimLost, id))
 			}
 		}
-		return true
+		return
 	}
-	ok = true
 	for _, pr := range held {
 		err := pr.leaser.Heartbeat(ctx, pr.fence.Claim())
 		switch {
@@ -234,10 +236,8 @@ func (p *producers) renew(held []*producer) (ok bool) {
 			pr.cancel(err)
 		case err != nil:
 			p.logger.Warn("durable heartbeat failed", "runId", pr.runID, "error", err)
-			ok = false
 		}
 	}
-	return ok
 }
 
 // markReady releases the duplicates of runID waiting in add.
