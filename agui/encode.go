@@ -30,6 +30,15 @@ func AppendWire(dst []byte, e *Event) []byte {
 		// instead of normalizing a second time.
 		return appendEvent(dst, e, true, "")
 	}
+	return appendNormalized(dst, e)
+}
+
+// appendNormalized is AppendWire's slow path. Not inlined: the normalized
+// copy it holds would otherwise be in AppendWire's frame, on the stack of
+// every event a server writes.
+//
+//go:noinline
+func appendNormalized(dst []byte, e *Event) []byte {
 	n := normalizeSpec(e)
 	return appendEvent(dst, &n, true, e.Model)
 }

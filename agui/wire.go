@@ -109,11 +109,7 @@ func (w *Writer) WriteID(id string, e *Event) error {
 		return w.frame(id, e)
 	}
 	if w.held != nil {
-		turn := turnFinished(w.held)
-		w.lastTurn = w.held
-		heldID := w.heldID
-		w.held, w.heldID = nil, ""
-		if err := w.frame(heldID, &turn); err != nil {
+		if err := w.sendHeld(); err != nil {
 			return err
 		}
 	}
@@ -148,6 +144,19 @@ func (w *Writer) WriteID(id string, e *Event) error {
 		return err
 	}
 	return w.frame(id, e)
+}
+
+// sendHeld sends the held RUN_FINISHED of a turn that another followed.
+// Not inlined: the event it builds would otherwise be in WriteID's frame,
+// on the stack of every event written.
+//
+//go:noinline
+func (w *Writer) sendHeld() error {
+	turn := turnFinished(w.held)
+	w.lastTurn = w.held
+	heldID := w.heldID
+	w.held, w.heldID = nil, ""
+	return w.frame(heldID, &turn)
 }
 
 func (w *Writer) ensureStarted() error {

@@ -170,12 +170,20 @@ func Stream(ctx context.Context, opts Options) iter.Seq2[agui.Event, error] {
 	return func(yield func(agui.Event, error) bool) {
 		r, err := start(ctx, &opts, yield)
 		if err != nil {
-			yield(agui.Event{}, err)
+			yieldError(yield, err)
 			return
 		}
 		defer r.cancel(nil)
 		r.execute()
 	}
+}
+
+// yieldError yields err alone. Not inlined: its empty event would be in
+// the frame of Stream's iterator, under every wait of the run.
+//
+//go:noinline
+func yieldError(yield func(agui.Event, error) bool, err error) {
+	yield(agui.Event{}, err)
 }
 
 // Text runs the chat and returns the concatenated text deltas. An adapter

@@ -67,32 +67,51 @@ func (r *run) chunkChain(ev *agui.Event, i int, modelTurn bool) error {
 
 // emitPublic normalizes a post-middleware chunk, adds its fan-outs, and
 // yields the results (docs/engine.md §4).
+//
+// Every model chunk passes here, at the deepest point of a run's stack, so
+// its frame holds one event: what may be held back is decided by a callee
+// that returns before the event is emitted, and the rare fan-outs are
+// emitted from a frame of their own. A run's stack then stays in a smaller
+// size class.
 func (r *run) emitPublic(ev *agui.Event, modelTurn bool) {
 	n := agui.Normalize(ev)
-	r.emitNormalized(n, modelTurn)
-	for _, extra := range agui.Fanout(ev) {
-		r.emitNormalized(agui.Normalize(&extra), modelTurn)
+	if r.admit(&n, modelTurn) {
+		r.emit(n)
+	}
+	if extras := agui.Fanout(ev); len(extras) > 0 {
+		r.emitFanout(extras, modelTurn)
 	}
 }
 
-func (r *run) emitNormalized(n agui.Event, modelTurn bool) {
+func (r *run) emitFanout(extras []agui.Event, modelTurn bool) {
+	for i := range extras {
+		n := agui.Normalize(&extras[i])
+		if r.admit(&n, modelTurn) {
+			r.emit(n)
+		}
+	}
+}
+
+// admit reports whether the normalized event n is emitted now: a model
+// turn's RUN_FINISHED is held, and a second public RUN_STARTED dropped.
+func (r *run) admit(n *agui.Event, modelTurn bool) bool {
 	if modelTurn && r.so != nil && !r.so.combined && (n.Type == agui.RunFinished || n.Type == agui.RunStarted && (r.tanstack || r.publicRunStarted)) {
 		// Path A: the finalization call's pair brackets the run. 0.58.0
 		// drops the loop's RUN_STARTED too, so an error in the loop arrives
 		// before any RUN_STARTED; the agui profile keeps the first one.
-		return
+		return false
 	}
 	if modelTurn && n.Type == agui.RunFinished {
-		r.heldModelFinished = append(r.heldModelFinished, n)
-		return
+		r.heldModelFinished = append(r.heldModelFinished, *n)
+		return false
 	}
 	if n.Type == agui.RunStarted {
 		if r.publicRunStarted {
-			return
+			return false
 		}
 		r.publicRunStarted = true
 	}
-	r.emit(n)
+	return true
 }
 
 func (r *run) flushHeld(held *[]agui.Event) {

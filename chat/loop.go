@@ -73,7 +73,22 @@ func (r *run) loop() error {
 // modelCycle runs one model turn between its interrupt boundaries; more is
 // false when the loop must stop (the model failed, the run was cancelled
 // or paused).
+//
+// A run waiting on its model parks with modelCycle on its stack: what comes
+// before and after the model's turn is in functions of their own, so that
+// their frames are not part of every parked run's stack.
 func (r *run) modelCycle() (more bool, err error) {
+	if ok, err := r.beforeModelTurn(); !ok || err != nil {
+		return false, err
+	}
+	if err := r.streamModelTurn(); err != nil {
+		return false, err
+	}
+	return r.afterModelTurn()
+}
+
+// beforeModelTurn starts an iteration; false: the run paused or failed.
+func (r *run) beforeModelTurn() (bool, error) {
 	r.log.Log(CatAgentLoop, fmt.Sprintf("iteration=%d", r.mctx.Iteration))
 	if err := r.beginIteration(); err != nil {
 		return false, err
@@ -83,12 +98,13 @@ func (r *run) modelCycle() (more bool, err error) {
 	if err := r.runConfig(); err != nil {
 		return false, err
 	}
-	if paused, err := r.boundary(PhaseBeforeModel); err != nil || paused {
-		return false, err
-	}
-	if err := r.streamModelTurn(); err != nil {
-		return false, err
-	}
+	paused, err := r.boundary(PhaseBeforeModel)
+	return !paused && err == nil, err
+}
+
+// afterModelTurn holds or delivers the turn's RUN_FINISHED; more: the tool
+// cycle follows.
+func (r *run) afterModelTurn() (more bool, err error) {
 	if r.ending() || r.cancelled() {
 		return false, nil
 	}

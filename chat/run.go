@@ -270,9 +270,21 @@ func (r *run) abortReason() string {
 }
 
 // execute is the run algorithm (docs/engine.md §2).
+//
+// Its frame stays small: a run waiting on its model parks with execute on
+// its stack, so what the ending needs (events by value, log attributes)
+// lives in settle's frame, which is not.
 func (r *run) execute() {
+	r.logStart()
+	r.settle(r.guardedBody())
+}
+
+func (r *run) logStart() {
 	r.log.Log(CatAgentLoop, "run started", slog.String("threadId", r.threadID))
-	err := r.guardedBody()
+}
+
+// settle ends the run after its body returned err.
+func (r *run) settle(err error) {
 	var rerr *ResumeError
 	if errors.As(err, &rerr) && !r.end.ended() {
 		// A rejected resume: onError, then one RUN_ERROR; nothing ran.

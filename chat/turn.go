@@ -44,15 +44,11 @@ func (t *turnState) reset(id string) {
 }
 
 // streamModelTurn runs one adapter call (docs/engine.md §3).
+//
+// The run waits on its model with this function's frame on its stack: the
+// request is built in modelStream's.
 func (r *run) streamModelTurn() error {
-	r.mctx.Phase = PhaseModelStream
-	req := r.buildRequest()
-	if r.log.Enabled(CatRequest) {
-		r.log.Log(CatRequest, fmt.Sprintf("activity=chat provider=%s model=%s messages=%d tools=%d stream=true",
-			r.mctx.Provider, r.mctx.Model, len(r.messages), len(r.tools)))
-	}
-	stream := r.bridgeable(r.guardStream(r.adapterLabel(), func() iter.Seq2[agui.Event, error] { return r.opts.Adapter.ChatStream(r.runCtx, req) }))
-	for raw, err := range stream {
+	for raw, err := range r.modelStream() {
 		if err != nil {
 			if r.cancelled() {
 				return nil
@@ -62,15 +58,18 @@ func (r *run) streamModelTurn() error {
 		if r.cancelled() {
 			break
 		}
+		// This loop's body is on the stack of every chunk's delivery: the
+		// rare paths that hold more events by value (logging, combined
+		// structured output) run in frames of their own.
 		if r.log.Enabled(CatProvider) {
-			r.log.Log(CatProvider, "chunk", slog.Any("chunk", raw))
+			r.logChunk(&raw)
 		}
 		r.handleRaw(&raw)
 		// The chunk travels through the hooks by pointer; a run-owned slot
 		// keeps that from costing a heap copy per chunk.
 		r.chunk = raw
 		if r.so != nil && r.so.combined {
-			if r.chunk, err = r.structuredModelChunk(&raw); err != nil {
+			if err := r.combinedChunk(&raw); err != nil {
 				return err
 			}
 		}
@@ -90,6 +89,36 @@ func (r *run) streamModelTurn() error {
 		}
 	}
 	return r.drainQueue()
+}
+
+// modelStream calls the adapter for the turn's request (through the
+// engine's guards).
+func (r *run) modelStream() iter.Seq2[agui.Event, error] {
+	r.mctx.Phase = PhaseModelStream
+	req := r.buildRequest()
+	if r.log.Enabled(CatRequest) {
+		r.log.Log(CatRequest, fmt.Sprintf("activity=chat provider=%s model=%s messages=%d tools=%d stream=true",
+			r.mctx.Provider, r.mctx.Model, len(r.messages), len(r.tools)))
+	}
+	return r.bridgeable(r.guardStream(r.adapterLabel(), func() iter.Seq2[agui.Event, error] { return r.opts.Adapter.ChatStream(r.runCtx, req) }))
+}
+
+func (r *run) logChunk(raw *agui.Event) {
+	r.log.Log(CatProvider, "chunk", slog.Any("chunk", *raw))
+}
+
+// combinedChunk sets the run's chunk to what the combined structured
+// output makes of raw. Not inlined: the event it returns by value would
+// add to the frame of streamModelTurn's loop body.
+//
+//go:noinline
+func (r *run) combinedChunk(raw *agui.Event) error {
+	c, err := r.structuredModelChunk(raw)
+	if err != nil {
+		return err
+	}
+	r.chunk = c
+	return nil
 }
 
 func (r *run) buildRequest() *Request {

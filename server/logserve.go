@@ -112,55 +112,84 @@ func (h *Handler) threadOwner(ctx context.Context, threadID string) (Principal, 
 
 // serveLog streams a run's log after an offset until the log closes or the
 // client leaves. disc, when set, is notified if the client goes away.
+//
+// A handler spends its stream's life in here, waiting for the log: what
+// comes before and after the read is in functions of their own, so that a
+// waiting handler's stack stays small.
 func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after string, format agui.Format, disc *chat.RunDisconnect) {
 	if after != durable.FromStart && after != durable.Now && !durable.ValidOffset(after) {
-		writeError(w, http.StatusBadRequest, "invalid_offset", fmt.Sprintf("invalid resume offset %q for run %q: malformed", after, runID))
+		badOffset(w, runID, after)
 		return
 	}
 	ended := false
 	defer h.attachReader(r, runID)(&ended)
-	var sw *streamWriter // started with the first entry: an error before it gets a status
-	defer func() {
-		if sw != nil {
-			sw.Close() // a no-op once closed below; stops the sender after a panic
-		}
-	}()
-	var buf []byte
-	gone := false
-	send := func(e durable.Entry) error {
-		if sw == nil {
-			sw = startStream(w, format)
-		}
-		buf = agui.AppendFrame(buf[:0], format, e.Offset, e.Data)
-		_, err := sw.Write(buf)
-		gone = err != nil
-		return err
+	ls := &logStream{w: w, format: format}
+	defer ls.stop()
+	err := h.readLog(r.Context(), runID, after, ls.send)
+	ended = h.endLog(r, ls, runID, after, disc, err)
+}
+
+func badOffset(w http.ResponseWriter, runID, after string) {
+	writeError(w, http.StatusBadRequest, "invalid_offset", fmt.Sprintf("invalid resume offset %q for run %q: malformed", after, runID))
+}
+
+// logStream is the response of a log read: it starts with the first entry,
+// so that an error before it still gets a status.
+type logStream struct {
+	w      http.ResponseWriter
+	format agui.Format
+	sw     *streamWriter // nil until the first entry
+	buf    []byte
+	gone   bool // a write failed: the client is gone
+}
+
+func (ls *logStream) send(e durable.Entry) error {
+	if ls.sw == nil {
+		ls.sw = startStream(ls.w, ls.format)
 	}
-	err := h.readLog(r.Context(), runID, after, send)
-	for grace := time.Now().Add(startGrace); sw == nil && errors.Is(err, durable.ErrRunNotFound) &&
+	ls.buf = agui.AppendFrame(ls.buf[:0], ls.format, e.Offset, e.Data)
+	_, err := ls.sw.Write(ls.buf)
+	ls.gone = err != nil
+	return err
+}
+
+// stop stops the sender; a no-op once endLog closed it (deferred, it
+// stops the sender after a panic).
+func (ls *logStream) stop() {
+	if ls.sw != nil {
+		ls.sw.Close()
+	}
+}
+
+// endLog finishes a log read that returned err: it retries a run starting
+// elsewhere, then answers what went wrong, or notifies disc of a client
+// gone. It reports whether the log was read to its end.
+func (h *Handler) endLog(r *http.Request, ls *logStream, runID, after string, disc *chat.RunDisconnect, err error) (ended bool) {
+	for grace := time.Now().Add(startGrace); ls.sw == nil && errors.Is(err, durable.ErrRunNotFound) &&
 		after == durable.FromStart && h.startingElsewhere(r.Context(), runID, grace); {
-		err = h.readLog(r.Context(), runID, after, send)
+		err = h.readLog(r.Context(), runID, after, ls.send)
 	}
-	if sw != nil && sw.Close() != nil {
-		gone = true
+	if ls.sw != nil && ls.sw.Close() != nil {
+		ls.gone = true
 	}
 	switch {
-	case gone || r.Context().Err() != nil:
+	case ls.gone || r.Context().Err() != nil:
 		// The client is gone: a failed write or flush ends delivery.
 		if disc != nil {
 			disc.Notify()
 		}
-	case err != nil && sw != nil:
+	case err != nil && ls.sw != nil:
 		h.cfg.Logger.Error("reading the run log", "runId", runID, "error", err)
 	case err != nil:
-		writeLogError(w, runID, err)
+		writeLogError(ls.w, runID, err)
 	default:
-		ended = true
-		if sw == nil { // an empty log: headers only
-			setStreamHeaders(w, format)
-			w.WriteHeader(http.StatusOK)
+		if ls.sw == nil { // an empty log: headers only
+			setStreamHeaders(ls.w, ls.format)
+			ls.w.WriteHeader(http.StatusOK)
 		}
+		return true
 	}
+	return false
 }
 
 // startStream answers 200 with the stream headers of format and starts the

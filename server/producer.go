@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"slices"
 	"time"
@@ -18,15 +19,20 @@ import (
 // a joiner finds data at once even while middleware setup is slow.
 const RunAcceptedEvent = "run.accepted"
 
-// startDurable starts (or finds) the producer of a fresh durable run and
-// serves its log from the start.
+// startDurable starts (or finds) the producer of a fresh durable run, whose
+// log the response then is, from the start.
 //
 // Exactly one producer runs per run id across every replica sharing the
 // store: the record is created if absent, and the producer must then win
 // the run's first claim (ClaimIf epoch 0). A repeated fresh POST, here or on
 // another replica, or a POST of a run that already ended, loses that claim
 // and is served the log instead: the model is never run twice.
-func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatRequest) {
+//
+// serve reports that the response is the run's log (disc: the disconnect
+// of a run started here), which the caller serves before calling release:
+// the handler then parks in serveLog for as long as the run lasts, and
+// the frames of what started it are not on its stack.
+func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatRequest) (serve bool, disc *chat.RunDisconnect, release func()) {
 	runID := cr.runID
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
 	added, ready := h.prod.add(runID, cancel)
@@ -35,33 +41,48 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatR
 		cancel(nil)
 		select {
 		case <-ready:
-			h.serveLog(w, r, runID, durable.FromStart, cr.format, nil)
+			return true, nil, func() {}
 		case <-r.Context().Done():
+			return false, nil, func() {}
 		}
-		return
 	}
 	started := false
-	defer func() {
+	release = func() {
 		if !started {
 			h.prod.done(runID)
 			cancel(nil)
 		}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			release()
+			panic(v)
+		}
 	}()
+	serve, disc = h.launchDurable(ctx, cancel, w, r, cr, &started)
+	return serve, disc, release
+}
+
+// launchDurable claims cr's run and starts its producer under ctx; serve reports
+// that the response is the run's log (with disc, the disconnect of a run
+// started here), else the response was written. started is set once the
+// producer owns the run.
+func (h *Handler) launchDurable(ctx context.Context, cancel context.CancelCauseFunc, w http.ResponseWriter, r *http.Request, cr *chatRequest, started *bool) (serve bool, disc *chat.RunDisconnect) {
+	runID := cr.runID
 	if err := h.checkStoreHealthy(r.Context()); err != nil {
 		writeError(w, http.StatusServiceUnavailable, "store_unhealthy", err.Error())
-		return
+		return false, nil
 	}
 	p := h.newProducer(ctx, cancel, runID, cr.input.ThreadID, cr.principal)
 	switch fresh, err := p.claimFresh(); {
 	case err != nil:
 		writeStoreError(w, err)
-		return
+		return false, nil
 	case !fresh:
 		// Ended, paused, cancelled, or driven by another producer (maybe
 		// on another replica): its log is all there is to serve.
 		h.prod.markReady(runID)
-		h.serveLog(w, r, runID, durable.FromStart, cr.format, nil)
-		return
+		return true, nil
 	}
 	// The request (kept for a takeover), the accepted marker and the
 	// user's turn are independent writes: issued together, they share the
@@ -94,13 +115,13 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatR
 		} else {
 			writeStoreError(w, fmt.Errorf("appending to the run log: %w", acceptErr))
 		}
-		return
+		return false, nil
 	}
-	disc := chat.NewRunDisconnect()
+	disc = chat.NewRunDisconnect()
 	cr.opts.Disconnect = disc
-	started = true
+	*started = true
 	p.launch(cr.opts)
-	h.serveLog(w, r, runID, durable.FromStart, cr.format, disc)
+	return true, disc
 }
 
 // statusError is a failure with the HTTP status and code to answer it with.
@@ -193,7 +214,7 @@ func (p *producer) launch(opts chat.Options) {
 		defer p.h.prod.done(p.runID)
 		defer p.cancel(nil)
 		defer p.commits.stop()
-		p.run(opts)
+		p.run(&opts)
 	}()
 }
 
@@ -270,13 +291,13 @@ func (p *producer) accept() error {
 // anything the engine calls on this goroutine (adapter, middleware) is
 // recovered here and becomes the run's failure (code "internal"): it ends
 // this run alone.
-func (p *producer) drive(opts chat.Options) (sawTerminal bool, thrown error) {
+func (p *producer) drive(opts *chat.Options) (sawTerminal bool, thrown error) {
 	defer func() {
 		if v := recover(); v != nil {
 			thrown = p.h.recovered(v, "runId", p.runID)
 		}
 	}()
-	for ev, err := range chat.Stream(p.ctx, opts) {
+	for ev, err := range p.events(opts) {
 		if err != nil {
 			p.h.logEnginePanic(err, "runId", p.runID)
 			return sawTerminal, err
@@ -296,12 +317,28 @@ func (p *producer) drive(opts chat.Options) (sawTerminal bool, thrown error) {
 	return sawTerminal, nil
 }
 
+// events starts the engine. Not inlined: the options it passes by value
+// would be in drive's frame, under every wait of the run's model.
+//
+//go:noinline
+func (p *producer) events(opts *chat.Options) iter.Seq2[agui.Event, error] {
+	return chat.Stream(p.ctx, *opts)
+}
+
 // run drives the engine to its end whatever happens to the client, then
 // terminalizes and closes the log and the run record.
-func (p *producer) run(opts chat.Options) {
-	log := p.h.cfg.Logger.With("runId", p.runID)
+//
+// The producer's goroutine spends the run parked in its model, with run
+// and drive on its stack: they hold options by pointer and leave the
+// ending to conclude, so that an idle run's stack stays small.
+func (p *producer) run(opts *chat.Options) {
 	defer p.cancel(nil)
-	sawTerminal, thrown := p.drive(opts)
+	p.conclude(p.drive(opts))
+}
+
+// conclude ends the run after the engine stopped.
+func (p *producer) conclude(sawTerminal bool, thrown error) {
+	log := p.h.cfg.Logger.With("runId", p.runID)
 	if p.align != nil && thrown == nil {
 		thrown = p.align.end()
 	}

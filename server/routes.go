@@ -78,10 +78,34 @@ func (h *Handler) anyPath(w http.ResponseWriter, r *http.Request) {
 }
 
 // postChat starts a run, or re-attaches to a durable one.
+//
+// Its goroutine then spends the stream's life in serveStream or serveLog:
+// the checks come first, in admitChat, so that their frame is not on the
+// stack of every open stream.
 func (h *Handler) postChat(w http.ResponseWriter, r *http.Request) {
+	cr, ok := h.admitChat(w, r)
+	switch {
+	case !ok:
+	case cr.runID == "":
+		h.serveStream(w, r, cr)
+	case cr.lastEvent != "":
+		// A reconnect re-sends the request: serve the log, never re-run.
+		h.serveLog(w, r, cr.runID, cr.lastEvent, cr.format, nil)
+	default:
+		serve, disc, release := h.startDurable(w, r, cr)
+		defer release()
+		if serve {
+			h.serveLog(w, r, cr.runID, durable.FromStart, cr.format, disc)
+		}
+	}
+}
+
+// admitChat authorizes, rate-limits and decodes a chat POST, and checks
+// that its principal may do what it asks; false: it was answered.
+func (h *Handler) admitChat(w http.ResponseWriter, r *http.Request) (*chatRequest, bool) {
 	if msg := repeatedResume(r); msg != "" {
 		writeError(w, http.StatusBadRequest, "invalid_request", msg)
-		return
+		return nil, false
 	}
 	act := ActionStart
 	if h.cfg.Store != nil && r.Header.Get("X-Run-Id") != "" && r.Header.Get("Last-Event-ID") != "" {
@@ -89,40 +113,25 @@ func (h *Handler) postChat(w http.ResponseWriter, r *http.Request) {
 	}
 	principal, ok := h.authorize(w, r, act)
 	if !ok {
-		return
+		return nil, false
 	}
 	if !h.limits.allowRequest(principal) {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, "rate_limited", "too many requests; retry later")
-		return
+		return nil, false
 	}
 	cr, ok := h.decodeChat(w, r)
 	if !ok {
-		return
+		return nil, false
 	}
 	cr.principal = principal
-	if cr.runID == "" {
-		if !h.admitRun(w) {
-			return
-		}
-		h.serveStream(w, r, cr)
-		return
+	switch {
+	case cr.runID == "":
+		return cr, h.admitRun(w)
+	case cr.lastEvent != "":
+		return cr, h.ownsRun(w, r, cr.runID, principal)
 	}
-	if cr.lastEvent != "" {
-		// A reconnect re-sends the request: serve the log, never re-run.
-		if !h.ownsRun(w, r, cr.runID, principal) {
-			return
-		}
-		h.serveLog(w, r, cr.runID, cr.lastEvent, cr.format, nil)
-		return
-	}
-	if !h.ownsThread(w, r, cr.input.ThreadID, principal) {
-		return
-	}
-	if !h.admitRun(w) {
-		return
-	}
-	h.startDurable(w, r, cr)
+	return cr, h.ownsThread(w, r, cr.input.ThreadID, principal) && h.admitRun(w)
 }
 
 // getChat joins a durable run (?runId, X-Run-Id) or hydrates a thread

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"iter"
 	"net/http"
@@ -57,16 +58,35 @@ func ErrorEvent(err error) agui.Event {
 // serveStream runs a plain (not durable) stream on the request goroutine.
 // A panic in the engine or in what it calls here ends this stream alone
 // with RUN_ERROR code "internal".
+//
+// The goroutine spends the run parked in the model with serveStream on its
+// stack: the stream's setup and ending are functions of their own, so that
+// a waiting stream's stack stays in the smallest size class.
 func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, cr *chatRequest) {
 	h.limits.plainRuns.Add(1)
 	defer h.limits.plainRuns.Add(-1)
+	sw, enc := h.startPlain(w, cr)
+	defer sw.Close() // a no-op after the Close in endPlain; stops the sender if the engine's consumer panicked
+	failed, werr := WriteRun(enc, h.plainEvents(r.Context(), cr))
+	h.endPlain(sw, cr, failed, werr)
+}
+
+// startPlain answers 200 and returns the stream's writers.
+//
+//go:noinline
+func (h *Handler) startPlain(w http.ResponseWriter, cr *chatRequest) (*streamWriter, *agui.Writer) {
 	setStreamHeaders(w, cr.format)
 	w.WriteHeader(http.StatusOK)
 	sw := newStreamWriter(w)
-	defer sw.Close() // a no-op after the Close below; stops the sender if the engine's consumer panicked
 	enc := agui.NewWriter(sw, agui.WriterOptions{Format: cr.format, Profile: h.cfg.Profile, ThreadID: cr.input.ThreadID, RunID: cr.input.RunID})
 	h.metrics.runStarted()
-	failed, werr := WriteRun(enc, h.safeStream(chat.Stream(r.Context(), cr.opts), "runId", cr.input.RunID))
+	return sw, enc
+}
+
+// endPlain sends what is left of the stream and records how it ended.
+//
+//go:noinline
+func (h *Handler) endPlain(sw *streamWriter, cr *chatRequest, failed, werr error) {
 	if err := sw.Close(); werr == nil {
 		werr = err
 	}
@@ -75,6 +95,15 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, cr *chatRe
 		h.cfg.Logger.Error("chat run failed", "runId", cr.input.RunID, "error", failed)
 		h.logEnginePanic(failed, "runId", cr.input.RunID)
 	}
+}
+
+// plainEvents starts the engine for cr. Not inlined: the options it passes
+// by value would be in serveStream's frame, on the stack of every open
+// plain stream.
+//
+//go:noinline
+func (h *Handler) plainEvents(ctx context.Context, cr *chatRequest) iter.Seq2[agui.Event, error] {
+	return h.safeStream(chat.Stream(ctx, cr.opts), "runId", cr.input.RunID)
 }
 
 // safeStream turns a panic raised while events yields into the stream's

@@ -84,88 +84,133 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 	if a.sc.Cycle && a.sc.NumTurns() > 0 {
 		n %= a.sc.NumTurns()
 	}
-	stamp := a.sc.StampYield
 	return func(yield func(agui.Event, error) bool) {
 		if n >= a.sc.NumTurns() {
-			yield(agui.Event{Type: agui.RunError, Message: "script exhausted"}, nil)
+			exhausted(yield)
 			return
 		}
-		var t *time.Timer // one per turn, not per pause: a paced turn pauses before every chunk
-		defer func() {
-			if t != nil {
-				t.Stop()
-			}
-		}()
-		pause := func(ms int) bool {
-			if d := time.Duration(ms) * time.Millisecond; t == nil {
-				t = time.NewTimer(d)
-			} else {
-				t.Reset(d) // no stale tick: the last pause received it or ended the turn
-			}
-			select {
-			case <-ctx.Done():
-				return false
-			case <-t.C:
-				return true
-			}
-		}
+		p := pacer{ctx: ctx, stamp: a.sc.StampYield}
+		defer p.stop()
 		if a.sc.lazyTurns != nil {
-			var ev agui.Event
-			s := jsonlex.New(a.sc.lazyTurns[n])
-			if err := s.ArrayStart(); err != nil {
-				yield(agui.Event{}, fmt.Errorf("scenario turn %d: %w", n, err))
-				return
-			}
-			for i, first := 0, true; ; i, first = i+1, false {
-				ok, err := s.NextElem(first)
-				if err != nil {
-					yield(agui.Event{}, fmt.Errorf("scenario turn %d: %w", n, err))
-					return
-				}
-				if !ok {
-					return
-				}
-				raw, err := s.Raw()
-				if err == nil {
-					err = agui.DecodeEvent(raw, &ev)
-				}
-				if err != nil {
-					yield(agui.Event{}, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
-					return
-				}
-				if ev.Type == "" {
-					d, err := delayOf(&ev)
-					if err != nil {
-						yield(agui.Event{}, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
-						return
-					}
-					if d > 0 && !pause(d) {
-						return
-					}
-					continue
-				}
-				if stamp {
-					ev.Timestamp = time.Now().UnixMilli()
-				}
-				if !yield(ev, nil) {
-					return
-				}
-			}
+			p.replayLazy(a.sc.lazyTurns[n], n, yield)
+		} else {
+			p.replay(a.sc.Turns[n], yield)
 		}
-		for _, it := range a.sc.Turns[n] {
-			if it.Delay > 0 {
-				if !pause(it.Delay) {
-					return
-				}
-				continue
-			}
-			ev := it.Event
-			if stamp {
-				ev.Timestamp = time.Now().UnixMilli()
-			}
-			if !yield(ev, nil) {
+	}
+}
+
+// exhausted ends a call past the script's last turn, and fail a call with
+// err. Not inlined: the event would be in the frame of ChatStream's
+// iterator or the replay's, under every pause.
+//
+//go:noinline
+func exhausted(yield func(agui.Event, error) bool) {
+	yield(agui.Event{Type: agui.RunError, Message: "script exhausted"}, nil)
+}
+
+//go:noinline
+func fail(yield func(agui.Event, error) bool, err error) {
+	yield(agui.Event{}, err)
+}
+
+// pacer replays one turn, pausing where the scenario says. A run waiting
+// on a paced model parks in a pause, with the replay's frames on its stack:
+// they are kept small (one event each), and so is the stack of every
+// waiting run.
+type pacer struct {
+	ctx   context.Context
+	stamp bool        // set each chunk's timestamp to when it is yielded
+	t     *time.Timer // one per turn, not per pause: a paced turn pauses before every chunk
+}
+
+func (p *pacer) pause(ms int) bool {
+	if d := time.Duration(ms) * time.Millisecond; p.t == nil {
+		p.t = time.NewTimer(d)
+	} else {
+		p.t.Reset(d) // no stale tick: the last pause received it or ended the turn
+	}
+	select {
+	case <-p.ctx.Done():
+		return false
+	case <-p.t.C:
+		return true
+	}
+}
+
+func (p *pacer) stop() {
+	if p.t != nil {
+		p.t.Stop()
+	}
+}
+
+// replay yields a decoded turn.
+func (p *pacer) replay(turn []Item, yield func(agui.Event, error) bool) {
+	for i := range turn {
+		it := &turn[i]
+		if it.Delay > 0 {
+			if !p.pause(it.Delay) {
 				return
 			}
+			continue
+		}
+		if !p.send(yield, &it.Event) {
+			return
+		}
+	}
+}
+
+// send yields ev, stamped with the time if the scenario asks (on a copy:
+// ev may be the scenario's). Not inlined: the event it passes by value
+// would be in the replay's frame, under every pause.
+//
+//go:noinline
+func (p *pacer) send(yield func(agui.Event, error) bool, ev *agui.Event) bool {
+	if p.stamp {
+		stamped := *ev
+		stamped.Timestamp = time.Now().UnixMilli()
+		return yield(stamped, nil)
+	}
+	return yield(*ev, nil)
+}
+
+// replayLazy decodes turn n's chunks from their JSON as it yields them.
+func (p *pacer) replayLazy(turn []byte, n int, yield func(agui.Event, error) bool) {
+	ev := new(agui.Event) // on the heap: one per turn, off the frame that pauses
+	s := jsonlex.New(turn)
+	if err := s.ArrayStart(); err != nil {
+		fail(yield, fmt.Errorf("scenario turn %d: %w", n, err))
+		return
+	}
+	for i, first := 0, true; ; i, first = i+1, false {
+		ok, err := s.NextElem(first)
+		if err != nil {
+			fail(yield, fmt.Errorf("scenario turn %d: %w", n, err))
+			return
+		}
+		if !ok {
+			return
+		}
+		raw, err := s.Raw()
+		if err == nil {
+			err = agui.DecodeEvent(raw, ev)
+		}
+		if err != nil {
+			fail(yield, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
+			return
+		}
+		if ev.Type == "" {
+			d, err := delayOf(ev)
+			if err != nil {
+				fail(yield, fmt.Errorf("scenario turn %d chunk %d: %w", n, i, err))
+				return
+			}
+			if d > 0 && !p.pause(d) {
+				return
+			}
+			continue
+		}
+		if !p.send(yield, ev) {
+			return
 		}
 	}
 }

@@ -43,13 +43,18 @@ type demoTurn struct {
 }
 
 // ChatStream implements chat.Adapter.
+//
+// A run waiting for the next word parks in demoText's timer wait: the
+// events are built and yielded by functions of their own, so that no event
+// is in the frames under that wait (each would be 656 bytes on the stack of
+// every waiting run).
 func (d Demo) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
 	return func(yield func(agui.Event, error) bool) {
 		delay := d.WordDelay
 		if delay == 0 {
 			delay = 30 * time.Millisecond
 		}
-		if !yield(agui.Event{Type: agui.RunStarted, ThreadID: req.ThreadID, RunID: req.RunID, Model: "demo-1"}, nil) {
+		if !demoStarted(yield, req) {
 			return
 		}
 		var turn demoTurn
@@ -58,44 +63,70 @@ func (d Demo) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.
 		} else {
 			turn = chatTurn(req)
 		}
-		if turn.text != "" {
-			msgID := "msg_" + newCallID()
-			if !yield(agui.Event{Type: agui.TextMessageStart, MessageID: msgID, Role: "assistant"}, nil) {
-				return
-			}
-			for _, w := range strings.SplitAfter(turn.text, " ") {
-				t := time.NewTimer(delay)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return
-				case <-t.C:
-				}
-				if !yield(agui.Event{Type: agui.TextMessageContent, MessageID: msgID, Delta: w}, nil) {
-					return
-				}
-			}
-			if !yield(agui.Event{Type: agui.TextMessageEnd, MessageID: msgID}, nil) {
-				return
-			}
-		}
-		n := int64(len(strings.Fields(turn.text)))
-		usage := &agui.TokenUsage{PromptTokens: 12, CompletionTokens: n, TotalTokens: 12 + n}
-		if turn.tool == "" {
-			yield(agui.Event{Type: agui.RunFinished, ThreadID: req.ThreadID, RunID: req.RunID, FinishReason: agui.FinishStop, Usage: usage}, nil)
+		if turn.text != "" && !demoText(ctx, yield, turn.text, delay) {
 			return
 		}
-		id := "call_" + newCallID()
-		args, _ := json.Marshal(turn.args)
-		for _, ev := range []agui.Event{
-			{Type: agui.ToolCallStart, ToolCallID: id, ToolCallName: turn.tool, Index: agui.Int(0)},
-			{Type: agui.ToolCallArgs, ToolCallID: id, Delta: string(args)},
-			{Type: agui.ToolCallEnd, ToolCallID: id, Input: args},
-			{Type: agui.RunFinished, ThreadID: req.ThreadID, RunID: req.RunID, FinishReason: agui.FinishToolCalls, Usage: usage},
-		} {
-			if !yield(ev, nil) {
-				return
-			}
+		demoFinished(yield, req, &turn)
+	}
+}
+
+//go:noinline
+func demoStarted(yield func(agui.Event, error) bool, req *chat.Request) bool {
+	return yield(agui.Event{Type: agui.RunStarted, ThreadID: req.ThreadID, RunID: req.RunID, Model: "demo-1"}, nil)
+}
+
+// demoText streams text word by word, delay apart.
+func demoText(ctx context.Context, yield func(agui.Event, error) bool, text string, delay time.Duration) bool {
+	msgID := "msg_" + newCallID()
+	if !demoMessage(yield, agui.TextMessageStart, msgID, "") {
+		return false
+	}
+	for _, w := range strings.SplitAfter(text, " ") {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		if !demoMessage(yield, agui.TextMessageContent, msgID, w) {
+			return false
+		}
+	}
+	return demoMessage(yield, agui.TextMessageEnd, msgID, "")
+}
+
+// demoMessage yields one event of a text message.
+//
+//go:noinline
+func demoMessage(yield func(agui.Event, error) bool, typ agui.EventType, msgID, delta string) bool {
+	ev := agui.Event{Type: typ, MessageID: msgID, Delta: delta}
+	if typ == agui.TextMessageStart {
+		ev.Role = "assistant"
+	}
+	return yield(ev, nil)
+}
+
+// demoFinished ends the turn: its tool call, if any, and RUN_FINISHED.
+//
+//go:noinline
+func demoFinished(yield func(agui.Event, error) bool, req *chat.Request, turn *demoTurn) {
+	n := int64(len(strings.Fields(turn.text)))
+	usage := &agui.TokenUsage{PromptTokens: 12, CompletionTokens: n, TotalTokens: 12 + n}
+	if turn.tool == "" {
+		yield(agui.Event{Type: agui.RunFinished, ThreadID: req.ThreadID, RunID: req.RunID, FinishReason: agui.FinishStop, Usage: usage}, nil)
+		return
+	}
+	id := "call_" + newCallID()
+	args, _ := json.Marshal(turn.args)
+	for _, ev := range []agui.Event{
+		{Type: agui.ToolCallStart, ToolCallID: id, ToolCallName: turn.tool, Index: agui.Int(0)},
+		{Type: agui.ToolCallArgs, ToolCallID: id, Delta: string(args)},
+		{Type: agui.ToolCallEnd, ToolCallID: id, Input: args},
+		{Type: agui.RunFinished, ThreadID: req.ThreadID, RunID: req.RunID, FinishReason: agui.FinishToolCalls, Usage: usage},
+	} {
+		if !yield(ev, nil) {
+			return
 		}
 	}
 }

@@ -161,7 +161,24 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 
 // park waits for a wake-up (or the poll interval); false means ctx is done
 // or deadline passed.
+//
+// A tailer of a live log spends its time here: without a poll interval or
+// a deadline it waits in a frame of two cases, which keeps the stacks of
+// waiting readers small.
 func (t *Reader) park(ctx context.Context, wake <-chan struct{}, deadline <-chan time.Time) bool {
+	if t.Poll > 0 || deadline != nil {
+		return t.parkTimed(ctx, wake, deadline)
+	}
+	select {
+	case <-wake:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// parkTimed is park with a poll interval or a deadline.
+func (t *Reader) parkTimed(ctx context.Context, wake <-chan struct{}, deadline <-chan time.Time) bool {
 	var poll <-chan time.Time
 	if t.Poll > 0 {
 		tm := time.NewTimer(t.Poll)

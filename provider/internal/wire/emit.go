@@ -146,6 +146,11 @@ func (e *Emitter) emit(ev agui.Event) bool {
 }
 
 // Start emits RUN_STARTED.
+//
+// Not inlined: the event would be in the frame of the adapter's stream,
+// which is on the stack of its run for as long as the response is read.
+//
+//go:noinline
 func (e *Emitter) Start() bool {
 	return e.emit(agui.Event{Type: agui.RunStarted, ThreadID: e.ThreadID, RunID: e.RunID})
 }
