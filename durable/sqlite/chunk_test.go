@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -100,4 +101,72 @@ func FuzzDecodeChunk(f *testing.F) {
 			t.Fatalf("round trip of %d entries gave %d", len(batch), len(got))
 		}
 	})
+}
+
+// mergeJournal merges a run's rows that follow on, up to maxChunk entries,
+// and nothing else; a corrupt row stops it with an error.
+func TestMergeJournal(t *testing.T) {
+	row := func(run string, first int64, entries ...string) journalRow {
+		b := make([][]byte, len(entries))
+		for i, e := range entries {
+			b[i] = []byte(e)
+		}
+		return journalRow{run: run, first: first, last: first + int64(len(b)) - 1, data: encodeChunk(b)}
+	}
+	var rows []journalRow
+	for i := range 70 { // run x: 70 tokens, one a row, then a gap
+		rows = append(rows, row("x", int64(i+1), fmt.Sprint("x", i+1)))
+	}
+	rows = append(rows,
+		row("x", 80, "x80", "x81"), row("x", 82, "x82"),
+		row("y", 1, "y1"), row("y", 2, "", "y3"), // an empty entry survives
+		row("z", 5, "z5"))
+	type chunk struct {
+		run     string
+		first   int64
+		entries []string
+	}
+	var got []chunk
+	err := mergeJournal(rows, func(run string, first int64, entries [][]byte) error {
+		// Through the encoding, as the statement stores it.
+		var es []string
+		last := first + int64(len(entries)) - 1
+		if err := decodeChunk(first, last, encodeChunk(entries), first-1, last, func(_ int64, b []byte) bool {
+			es = append(es, string(b))
+			return true
+		}); err != nil {
+			return err
+		}
+		got = append(got, chunk{run, first, es})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := func(prefix string, from, to int) []string {
+		var s []string
+		for i := from; i <= to; i++ {
+			s = append(s, fmt.Sprint(prefix, i))
+		}
+		return s
+	}
+	want := []chunk{
+		{"x", 1, seqs("x", 1, 64)}, {"x", 65, seqs("x", 65, 70)},
+		{"x", 80, seqs("x", 80, 82)},
+		{"y", 1, []string{"y1", "", "y3"}},
+		{"z", 5, []string{"z5"}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d chunks, want %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i].run != want[i].run || got[i].first != want[i].first || !slices.Equal(got[i].entries, want[i].entries) {
+			t.Fatalf("chunk %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+
+	bad := []journalRow{{run: "x", first: 1, last: 3, data: []byte{9}}}
+	if err := mergeJournal(bad, func(string, int64, [][]byte) error { return nil }); err == nil {
+		t.Fatal("a corrupt journal row merged without an error")
+	}
 }

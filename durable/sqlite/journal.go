@@ -169,18 +169,45 @@ func (s *Store) appendTail(tx *sql.Tx, runID string) (int64, error) {
 }
 
 // compactJournal moves every journal row into goai_chunks, in a
-// transaction of its own.
+// transaction of its own. A run's consecutive journal rows (a paced
+// producer's tokens, an append each) become one chunk of up to maxChunk
+// entries: a row inserted into goai_chunks costs about as much as its
+// statement, and a read decodes a row per chunk.
 func (s *Store) compactJournal() error {
 	tx, err := s.w.Begin()
 	if err != nil {
 		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data)
-		SELECT run_id, last_seq, first_seq, data FROM goai_chunk_journal ORDER BY run_id, last_seq`); err != nil {
+	// Read whole before writing: the journal holds about
+	// Options.JournalRows small rows.
+	rows, err := tx.Stmt(s.st.journalAll).Query()
+	if err != nil {
 		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
 	}
-	if _, err := tx.Exec(`DELETE FROM goai_chunk_journal`); err != nil {
+	var js []journalRow
+	for rows.Next() {
+		var r journalRow
+		if err := rows.Scan(&r.run, &r.first, &r.last, &r.data); err != nil {
+			rows.Close()
+			return fmt.Errorf("durable/sqlite: compact journal: %w", err)
+		}
+		js = append(js, r)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
+	}
+	put := tx.Stmt(s.st.chunkPut)
+	if err := mergeJournal(js, func(run string, first int64, entries [][]byte) error {
+		_, err := put.Exec(run, first, first+int64(len(entries))-1, encodeChunk(entries))
+		return err
+	}); err != nil {
+		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
+	}
+	if _, err := tx.Stmt(s.st.journalClear).Exec(); err != nil {
 		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -188,6 +215,50 @@ func (s *Store) compactJournal() error {
 	}
 	s.jt.rows = 0
 	return nil
+}
+
+// journalRow is one row of goai_chunk_journal.
+type journalRow struct {
+	run         string
+	first, last int64
+	data        []byte
+}
+
+// mergeJournal calls put with the chunks that rows (sorted by run, then
+// seq) make when each run's consecutive rows are merged, up to maxChunk
+// entries a chunk. Rows that do not follow on (seqs stored in goai_chunks
+// between them) start a new chunk.
+func mergeJournal(rows []journalRow, put func(run string, first int64, entries [][]byte) error) error {
+	var (
+		run     string
+		first   int64
+		entries [][]byte
+	)
+	flush := func() error {
+		if len(entries) == 0 {
+			return nil
+		}
+		err := put(run, first, entries)
+		entries = entries[:0]
+		return err
+	}
+	for _, r := range rows {
+		n := r.last - r.first + 1
+		follows := len(entries) > 0 && r.run == run && r.first == first+int64(len(entries))
+		if !follows || int64(len(entries))+n > maxChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+			run, first = r.run, r.first
+		}
+		if err := decodeChunk(r.first, r.last, r.data, r.first-1, r.last, func(_ int64, b []byte) bool {
+			entries = append(entries, b)
+			return true
+		}); err != nil {
+			return err
+		}
+	}
+	return flush()
 }
 
 // compactRun moves runID's journal rows into goai_chunks within tx (for

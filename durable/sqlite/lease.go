@@ -11,8 +11,7 @@ import (
 )
 
 func (s *Store) beatTx(tx *sql.Tx, runID string) error {
-	if _, err := tx.Exec(`INSERT INTO goai_leases (run_id, heartbeat_at) VALUES (?, ?)
-		ON CONFLICT (run_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, runID, s.opts.Now().UnixMilli()); err != nil {
+	if _, err := tx.Stmt(s.st.leaseBeat).Exec(runID, s.opts.Now().UnixMilli()); err != nil {
 		return fmt.Errorf("durable/sqlite: heartbeat: %w", err)
 	}
 	return nil
@@ -26,7 +25,7 @@ func (s *Store) ClaimIf(ctx context.Context, runID string, epoch int64) (durable
 // Heartbeat implements durable.Leaser.
 func (s *Store) Heartbeat(ctx context.Context, claim durable.Claim) error {
 	return s.exec(ctx, oneRun(claim.RunID), func(tx *sql.Tx) error {
-		r, ok, err := getTx(tx, claim.RunID)
+		r, ok, err := s.getTx(tx, claim.RunID)
 		switch {
 		case err != nil:
 			return err
@@ -85,18 +84,14 @@ func (s *Store) heartbeatSome(ctx context.Context, claims []durable.Claim) ([]st
 	var lost []string
 	err = s.exec(ctx, noRun, func(tx *sql.Tx) error {
 		lost = lost[:0]
-		res, err := tx.Exec(`INSERT INTO goai_leases (run_id, heartbeat_at)
-			SELECT r.run_id, ? FROM json_each(?) c JOIN goai_runs r ON r.run_id = c.value->>'r'
-			WHERE coalesce(r.driver_epoch, 0) = c.value->>'e'
-			ON CONFLICT (run_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, s.opts.Now().UnixMilli(), string(enc))
+		res, err := tx.Stmt(s.st.leaseBeatAll).Exec(s.opts.Now().UnixMilli(), string(enc))
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == int64(len(claims)) {
 			return err
 		}
-		rows, err := tx.Query(`SELECT r.run_id FROM json_each(?) c JOIN goai_runs r ON r.run_id = c.value->>'r'
-			WHERE coalesce(r.driver_epoch, 0) <> c.value->>'e'`, string(enc))
+		rows, err := tx.Stmt(s.st.leaseLost).Query(string(enc))
 		if err != nil {
 			return err
 		}
@@ -118,7 +113,5 @@ func (s *Store) heartbeatSome(ctx context.Context, claims []durable.Claim) ([]st
 
 // ListStale implements durable.Leaser.
 func (s *Store) ListStale(ctx context.Context, olderThan time.Duration) ([]durable.RunRecord, error) {
-	const seen = `coalesce((SELECT l.heartbeat_at FROM goai_leases l WHERE l.run_id = goai_runs.run_id), started_at)`
-	return s.list(ctx, `status = 'running' AND `+seen+` <= ? ORDER BY `+seen+`, id`,
-		s.opts.Now().Add(-olderThan).UnixMilli())
+	return list(ctx, s.st.listStale, s.opts.Now().Add(-olderThan).UnixMilli())
 }

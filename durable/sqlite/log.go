@@ -148,9 +148,7 @@ func (s *Store) Close(ctx context.Context, runID string) error {
 		if last, err = s.appendTail(tx, runID); err != nil {
 			return fmt.Errorf("durable/sqlite: close: %w", err)
 		}
-		_, err = tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at)
-			VALUES (?1, ?2, ?3, ?3)
-			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at), last_seq = excluded.last_seq`, runID, last, now)
+		_, err = tx.Stmt(s.st.logClose).Exec(runID, last, now)
 		if err != nil {
 			return fmt.Errorf("durable/sqlite: close: %w", err)
 		}

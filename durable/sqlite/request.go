@@ -17,8 +17,7 @@ func (s *Store) SaveRequest(ctx context.Context, runID string, body []byte) erro
 		return err
 	}
 	return s.exec(ctx, oneRun(runID), func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`INSERT INTO goai_run_requests (run_id, body) VALUES (?, ?)
-			ON CONFLICT (run_id) DO UPDATE SET body = excluded.body`, runID, body); err != nil {
+		if _, err := tx.Stmt(s.st.requestPut).Exec(runID, body); err != nil {
 			return fmt.Errorf("durable/sqlite: save request: %w", err)
 		}
 		return nil
@@ -31,7 +30,7 @@ func (s *Store) LoadRequest(ctx context.Context, runID string) ([]byte, error) {
 		return nil, durable.ErrStoreClosed
 	}
 	var body []byte
-	err := s.r.QueryRowContext(ctx, `SELECT body FROM goai_run_requests WHERE run_id = ?`, runID).Scan(&body)
+	err := s.st.readRequest.QueryRowContext(ctx, runID).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("durable/sqlite: request of run %q: %w", runID, durable.ErrRunNotFound)
 	}

@@ -86,8 +86,8 @@ func runArgs(r durable.RunRecord) []any {
 		sbox, detached, cancel, epoch, r.Owner}
 }
 
-func getTx(tx *sql.Tx, runID string) (durable.RunRecord, bool, error) {
-	r, err := scanRun(tx.QueryRow(`SELECT `+runColumns+` FROM goai_runs WHERE run_id = ?`, runID))
+func (s *Store) getTx(tx *sql.Tx, runID string) (durable.RunRecord, bool, error) {
+	r, err := scanRun(tx.Stmt(s.st.runGet).QueryRow(runID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, false, nil
 	}
@@ -97,9 +97,8 @@ func getTx(tx *sql.Tx, runID string) (durable.RunRecord, bool, error) {
 	return r, true, nil
 }
 
-func putTx(tx *sql.Tx, r durable.RunRecord) error {
-	_, err := tx.Exec(`UPDATE goai_runs SET (`+runColumns+`) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE run_id = ?`,
-		append(runArgs(r), r.RunID)...)
+func (s *Store) putTx(tx *sql.Tx, r durable.RunRecord) error {
+	_, err := tx.Stmt(s.st.runUpdate).Exec(append(runArgs(r), r.RunID)...)
 	if err != nil {
 		return fmt.Errorf("durable/sqlite: update run: %w", err)
 	}
@@ -119,12 +118,11 @@ func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (dura
 	}
 	var out durable.RunRecord
 	err := s.exec(ctx, oneRun(rec.RunID), func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`INSERT INTO goai_runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (run_id) DO NOTHING`, runArgs(rec)...); err != nil {
+		if _, err := tx.Stmt(s.st.runInsert).Exec(runArgs(rec)...); err != nil {
 			return fmt.Errorf("durable/sqlite: create run: %w", err)
 		}
 		var err error
-		out, _, err = getTx(tx, rec.RunID)
+		out, _, err = s.getTx(tx, rec.RunID)
 		return err
 	})
 	return out, err
@@ -152,8 +150,7 @@ func (s *Store) CancelRequested(ctx context.Context, runIDs []string) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT run_id FROM goai_runs
-		WHERE run_id IN (SELECT value FROM json_each(?)) AND cancel_requested = 1`, string(ids))
+	rows, err := s.st.readCancels.QueryContext(ctx, string(ids))
 	if err != nil {
 		return nil, fmt.Errorf("durable/sqlite: cancel requests: %w", err)
 	}
@@ -178,7 +175,7 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 		return err
 	}
 	return s.exec(ctx, oneRun(runID), func(tx *sql.Tx) error {
-		r, ok, err := getTx(tx, runID)
+		r, ok, err := s.getTx(tx, runID)
 		if err != nil || !ok {
 			return err
 		}
@@ -186,7 +183,7 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 			return err
 		}
 		patch.Apply(&r)
-		return putTx(tx, r)
+		return s.putTx(tx, r)
 	})
 }
 
@@ -207,7 +204,7 @@ func (s *Store) claim(ctx context.Context, runID string, ifEpoch *int64) (durabl
 		// Whoever held the run before may have appended to it from
 		// another process: read its tail afresh.
 		s.jt.forget(runID)
-		r, ok, err := getTx(tx, runID)
+		r, ok, err := s.getTx(tx, runID)
 		switch {
 		case err != nil:
 			return err
@@ -223,7 +220,7 @@ func (s *Store) claim(ctx context.Context, runID string, ifEpoch *int64) (durabl
 		if ifEpoch != nil && cur != *ifEpoch {
 			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTaken}
 		}
-		if _, err := tx.Exec(`UPDATE goai_runs SET driver_epoch = ? WHERE run_id = ?`, cur+1, runID); err != nil {
+		if _, err := tx.Stmt(s.st.runEpoch).Exec(cur+1, runID); err != nil {
 			return fmt.Errorf("durable/sqlite: claim: %w", err)
 		}
 		c = durable.Claim{RunID: runID, Epoch: cur + 1}
@@ -235,8 +232,9 @@ func (s *Store) claim(ctx context.Context, runID string, ifEpoch *int64) (durabl
 	return c, err
 }
 
-func (s *Store) list(ctx context.Context, query string, args ...any) ([]durable.RunRecord, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+runColumns+` FROM goai_runs WHERE `+query, args...)
+// list runs one of the statements that list run records (listSQL).
+func list(ctx context.Context, st *sql.Stmt, args ...any) ([]durable.RunRecord, error) {
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("durable/sqlite: list runs: %w", err)
 	}
@@ -257,7 +255,7 @@ func (s *Store) list(ctx context.Context, query string, args ...any) ([]durable.
 
 // FindActiveRun implements durable.RunStore.
 func (s *Store) FindActiveRun(ctx context.Context, threadID string) (durable.RunRecord, bool, error) {
-	rs, err := s.list(ctx, `thread_id = ? AND status = 'running' ORDER BY started_at DESC, id DESC LIMIT 1`, threadID)
+	rs, err := list(ctx, s.st.listActive, threadID)
 	if err != nil || len(rs) == 0 {
 		return durable.RunRecord{}, false, err
 	}
@@ -266,11 +264,10 @@ func (s *Store) FindActiveRun(ctx context.Context, threadID string) (durable.Run
 
 // ListByThread implements durable.RunStore.
 func (s *Store) ListByThread(ctx context.Context, threadID string) ([]durable.RunRecord, error) {
-	return s.list(ctx, `thread_id = ? ORDER BY started_at, id`, threadID)
+	return list(ctx, s.st.listByThread, threadID)
 }
 
 // ListReclaimable implements durable.RunStore.
 func (s *Store) ListReclaimable(ctx context.Context, now time.Time, ttl time.Duration) ([]durable.RunRecord, error) {
-	return s.list(ctx, `status = 'running' AND detached_since IS NOT NULL AND detached_since <= ? ORDER BY detached_since, id`,
-		now.Add(-ttl).UnixMilli())
+	return list(ctx, s.st.listReclaimable, now.Add(-ttl).UnixMilli())
 }

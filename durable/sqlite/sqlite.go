@@ -266,22 +266,20 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.r.SetMaxOpenConns(8)
 	s.r.SetMaxIdleConns(8)
-	if err := s.prepare(); err != nil {
-		s.w.Close()
-		s.r.Close()
-		return nil, err
-	}
-	s.tail = tail.Reader{
-		Scheme: scheme, Page: s.opts.ReadPage, Poll: s.opts.PollInterval,
-		FirstChunkDeadline: s.opts.FirstChunkDeadline,
-		Hub:                &s.hub, Closed: s.isClosed, Query: s.query, Recent: &s.recent,
-	}
 	if s.ck, err = sql.Open("sqlite", dsn("")); err != nil {
 		s.w.Close()
 		s.r.Close()
 		return nil, fmt.Errorf("durable/sqlite: open %s: %w", path, err)
 	}
 	s.ck.SetMaxOpenConns(1)
+	if err := s.prepare(); err != nil {
+		return nil, errors.Join(err, s.w.Close(), s.r.Close(), s.ck.Close())
+	}
+	s.tail = tail.Reader{
+		Scheme: scheme, Page: s.opts.ReadPage, Poll: s.opts.PollInterval,
+		FirstChunkDeadline: s.opts.FirstChunkDeadline,
+		Hub:                &s.hub, Closed: s.isClosed, Query: s.query, Recent: &s.recent,
+	}
 	// What a process that stopped without Shutdown left in the journal.
 	if err := s.compactJournal(); err != nil {
 		s.st.close()
@@ -311,7 +309,7 @@ func (s *Store) checkpointer() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if _, err := s.ck.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+			if _, err := s.st.checkpoint.Exec(); err != nil {
 				s.opts.Logger.Warn("durable/sqlite: checkpoint failed", "error", err)
 			}
 		}

@@ -2,11 +2,13 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -341,6 +343,87 @@ func TestChunkedLog(t *testing.T) {
 		}
 		if n != len(want) {
 			t.Fatalf("read after entry %d ended at entry %d of %d", k, n, len(want))
+		}
+	}
+}
+
+// A compaction merges each run's consecutive journal rows (an append of a
+// token each) into chunks of up to 64 entries, and starts a new chunk
+// where a large batch stored its own chunks in between; every entry reads
+// back once, in order, after a restart.
+func TestCompactionMergesJournalRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "durable.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	want := map[string][]string{}
+	appendN := func(run string, n int) {
+		batch := make([][]byte, n)
+		for i := range batch {
+			batch[i] = fmt.Appendf(nil, "%s%d", run, len(want[run]))
+			want[run] = append(want[run], string(batch[i]))
+		}
+		if _, err := s.Append(ctx, run, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 100 { // interleaved tokens: a journal row each
+		appendN("b", 1)
+		if i == 30 {
+			appendN("a", 20) // straight to goai_chunks
+		} else if i < 60 {
+			appendN("a", 1)
+		}
+	}
+	// Far below the journal's compaction size: the one compaction is the
+	// one at Shutdown.
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var journal int
+	if err := db.QueryRow(`SELECT count(*) FROM goai_chunk_journal`).Scan(&journal); err != nil || journal != 0 {
+		t.Fatalf("journal rows after the compaction: %d %v", journal, err)
+	}
+	rows, err := db.Query(`SELECT run_id, first_seq, last_seq FROM goai_chunks ORDER BY run_id, last_seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var run string
+		var first, last int64
+		if err := rows.Scan(&run, &first, &last); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %d-%d", run, first, last))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// a: tokens 1-30 and 51-79 around the batch 31-50; b: 64 + 36 tokens.
+	if w := []string{"a 1-30", "a 31-50", "a 51-79", "b 1-64", "b 65-100"}; !slices.Equal(got, w) {
+		t.Fatalf("chunks %q, want %q", got, w)
+	}
+	s = open(t, path)
+	for run, w := range want {
+		snap, err := s.Snapshot(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(snap) != len(w) {
+			t.Fatalf("run %s: %d entries, want %d", run, len(snap), len(w))
+		}
+		for i, e := range snap {
+			if string(e.Data) != w[i] {
+				t.Fatalf("run %s entry %d: %q, want %q", run, i, e.Data, w[i])
+			}
 		}
 	}
 }

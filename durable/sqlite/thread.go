@@ -21,10 +21,7 @@ func (s *Store) SaveThread(ctx context.Context, t durable.Thread) error {
 		interrupts = string(t.Interrupts)
 	}
 	return s.exec(ctx, noRun, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO goai_threads (thread_id, messages, run_id, interrupts, updated_at, owner) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (thread_id) DO UPDATE SET messages = excluded.messages, run_id = excluded.run_id,
-				interrupts = excluded.interrupts, updated_at = excluded.updated_at, owner = excluded.owner`,
-			t.ThreadID, string(t.Messages), t.RunID, interrupts, t.UpdatedAt.UnixMilli(), t.Owner)
+		_, err := tx.Stmt(s.st.threadPut).Exec(t.ThreadID, string(t.Messages), t.RunID, interrupts, t.UpdatedAt.UnixMilli(), t.Owner)
 		if err != nil {
 			return fmt.Errorf("durable/sqlite: save thread: %w", err)
 		}
@@ -43,7 +40,7 @@ func (s *Store) LoadThread(ctx context.Context, threadID string) (durable.Thread
 		interrupts sql.NullString
 		updated    int64
 	)
-	err := s.r.QueryRowContext(ctx, `SELECT messages, run_id, interrupts, updated_at, owner FROM goai_threads WHERE thread_id = ?`, threadID).
+	err := s.st.readThread.QueryRowContext(ctx, threadID).
 		Scan(&msgs, &t.RunID, &interrupts, &updated, &t.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return durable.Thread{}, false, nil
