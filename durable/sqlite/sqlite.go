@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -385,6 +386,14 @@ func (s *Store) writer() {
 			return
 		}
 		group = s.gather(group, &g)
+		if len(s.ops) == 0 {
+			// Let the goroutines that are ready run first: a paced
+			// model's tokens come in bursts (every producer's timer
+			// fires together), and the appends they are about to make
+			// then share this commit. With nothing else ready, this
+			// returns at once.
+			runtime.Gosched()
+		}
 	fill:
 		for len(group) < s.opts.MaxGroup {
 			select {
