@@ -659,6 +659,25 @@ func (m *Memory) SaveThread(ctx context.Context, t Thread) error {
 	return nil
 }
 
+// ThreadOwner implements ThreadOwners.
+func (m *Memory) ThreadOwner(ctx context.Context, threadID string) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.threads[threadID]; ok {
+		return t.Owner, true, nil
+	}
+	var first *memRun
+	for _, r := range m.runs {
+		if r.rec.ThreadID == threadID && (first == nil || byStart(r, first) < 0) {
+			first = r
+		}
+	}
+	if first == nil {
+		return "", false, nil
+	}
+	return first.rec.Owner, true, nil
+}
+
 // LoadThread implements ThreadStore.
 func (m *Memory) LoadThread(ctx context.Context, threadID string) (Thread, bool, error) {
 	m.mu.Lock()

@@ -80,3 +80,13 @@ type ThreadStore interface {
 	// a thread never saved.
 	LoadThread(ctx context.Context, threadID string) (t Thread, ok bool, err error)
 }
+
+// ThreadOwners is implemented by stores that can tell who owns a thread
+// without loading it. A server checks the owner on every request to a
+// thread, and a thread's transcript grows with the conversation.
+type ThreadOwners interface {
+	// ThreadOwner returns the owner of threadID: that of its saved thread,
+	// or else that of its first run (the earliest started). found is false,
+	// with no error, when it has neither.
+	ThreadOwner(ctx context.Context, threadID string) (owner string, found bool, err error)
+}

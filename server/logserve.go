@@ -97,6 +97,12 @@ func (h *Handler) threadOwner(ctx context.Context, threadID string) (Principal, 
 	if h.cfg.Store == nil || threadID == "" {
 		return "", false, nil
 	}
+	// Every request to a thread asks; a store that can answer from the
+	// owner column spares loading the transcript and the thread's runs.
+	if o, ok := h.cfg.Store.(durable.ThreadOwners); ok {
+		owner, found, err := o.ThreadOwner(ctx, threadID)
+		return Principal(owner), found, err
+	}
 	if ts, ok := h.cfg.Store.(durable.ThreadStore); ok {
 		th, found, err := ts.LoadThread(ctx, threadID)
 		if err != nil || found {

@@ -95,6 +95,42 @@ func Threads(t *testing.T, newStore func(t *testing.T) durable.ThreadStore) {
 		}
 	})
 
+	sub("thread_owner_without_loading", func(t *testing.T, s durable.ThreadStore) {
+		owners, ok := s.(durable.ThreadOwners)
+		runs, ok2 := s.(durable.RunStore)
+		if !ok || !ok2 {
+			t.Skip("the store does not implement durable.ThreadOwners and durable.RunStore")
+		}
+		ctx := ctxT(t)
+		want := func(thread, owner string, found bool) {
+			t.Helper()
+			got, ok, err := owners.ThreadOwner(ctx, thread)
+			if err != nil || got != owner || ok != found {
+				t.Fatalf("ThreadOwner(%q) = %q, %v, %v; want %q, %v, nil", thread, got, ok, err, owner, found)
+			}
+		}
+		want("t1", "", false)
+		// Runs only: the earliest started run's owner, whatever the order
+		// they were recorded in.
+		for _, r := range []durable.RunRecord{
+			{RunID: "r2", ThreadID: "t1", StartedAt: at.Add(time.Second), Owner: "bob"},
+			{RunID: "r1", ThreadID: "t1", StartedAt: at, Owner: "alice"},
+			{RunID: "r0", ThreadID: "t2", StartedAt: at.Add(-time.Hour), Owner: "eve"},
+		} {
+			if _, err := runs.CreateOrResume(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want("t1", "alice", true)
+		want("t2", "eve", true)
+		// A saved thread's owner comes first, an unowned one too.
+		mustSave(t, s, durable.Thread{ThreadID: "t1", Messages: json.RawMessage(`[]`), RunID: "r2", UpdatedAt: at, Owner: "carol"})
+		want("t1", "carol", true)
+		mustSave(t, s, durable.Thread{ThreadID: "t2", Messages: json.RawMessage(`[]`), RunID: "r0", UpdatedAt: at})
+		want("t2", "", true)
+		want("t3", "", false)
+	})
+
 	sub("thread_save_overwrites_and_clears_interrupts", func(t *testing.T, s durable.ThreadStore) {
 		pending := json.RawMessage(`[{"id":"approval_c1","reason":"tool_approval","toolCallId":"c1"}]`)
 		mustSave(t, s, durable.Thread{ThreadID: "t1", Messages: json.RawMessage(richMessages), RunID: "r1", Interrupts: pending, UpdatedAt: at})

@@ -55,3 +55,24 @@ func (s *Store) LoadThread(ctx context.Context, threadID string) (durable.Thread
 	t.UpdatedAt = time.UnixMilli(updated).UTC()
 	return t, true, nil
 }
+
+// ThreadOwner implements durable.ThreadOwners: the owner column alone,
+// without the transcript.
+func (s *Store) ThreadOwner(ctx context.Context, threadID string) (string, bool, error) {
+	if err := s.checkOpen(); err != nil {
+		return "", false, err
+	}
+	var owner string
+	err := s.pool.QueryRow(ctx, `SELECT owner FROM (
+			SELECT 0 AS k, owner FROM goai_threads WHERE thread_id = $1
+			UNION ALL
+			(SELECT 1, owner FROM goai_runs WHERE thread_id = $1 ORDER BY started_at, id LIMIT 1)) o
+		ORDER BY k LIMIT 1`, threadID).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, wrap("thread owner", err)
+	}
+	return owner, true, nil
+}

@@ -32,7 +32,11 @@ func migrate(db *sql.DB) error {
 	if err := migrateToChunks(db); err != nil {
 		return err
 	}
+	// goai_threads_owner answers ThreadOwner from the index: in the table,
+	// the owner column comes after the transcript, and reaching it walks
+	// the transcript's overflow pages.
 	_, err := db.Exec(`CREATE INDEX IF NOT EXISTS goai_runs_finished ON goai_runs (finished_at) WHERE finished_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS goai_threads_owner ON goai_threads (thread_id, owner);
 CREATE TABLE IF NOT EXISTS goai_run_requests (
 	run_id TEXT PRIMARY KEY,
 	body   BLOB NOT NULL

@@ -427,3 +427,28 @@ func TestCompactionMergesJournalRows(t *testing.T) {
 		}
 	}
 }
+
+// What the server's per-request owner check costs on a long conversation
+// (a 1 MiB transcript), answered by loading the thread or by ThreadOwner.
+func BenchmarkThreadOwner(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "durable.db"))
+	ctx := context.Background()
+	msgs := []byte(`[` + strings.Repeat(`{"id":"m","role":"user","parts":[{"type":"text","content":"0123456789abcdef"}]},`, 1<<20/80) + `{}]`)
+	if err := s.SaveThread(ctx, durable.Thread{ThreadID: "t", Messages: msgs, RunID: "r", UpdatedAt: time.Now(), Owner: "alice"}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("LoadThread", func(b *testing.B) {
+		for b.Loop() {
+			if th, ok, err := s.LoadThread(ctx, "t"); err != nil || !ok || th.Owner != "alice" {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("ThreadOwner", func(b *testing.B) {
+		for b.Loop() {
+			if owner, ok, err := s.ThreadOwner(ctx, "t"); err != nil || !ok || owner != "alice" {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+}

@@ -26,7 +26,7 @@ type stmts struct {
 	threadPut, requestPut, checkpoint                                                            *sql.Stmt
 
 	readPage, readState, readLog, readRun                *sql.Stmt
-	readRequest, readThread, readCancels                 *sql.Stmt
+	readRequest, readThread, readOwner, readCancels      *sql.Stmt
 	listByThread, listActive, listReclaimable, listStale *sql.Stmt
 }
 
@@ -36,6 +36,16 @@ const listSQL = `SELECT ` + runColumns + ` FROM goai_runs WHERE `
 // leaseSeen is when a run's producer was last seen: its lease's last
 // heartbeat, or the run's start.
 const leaseSeen = `coalesce((SELECT l.heartbeat_at FROM goai_leases l WHERE l.run_id = goai_runs.run_id), started_at)`
+
+// threadOwnerSQL is the owner of thread ?1: its saved thread's, else its
+// first run's. The thread's comes from goai_threads_owner: in the table the
+// owner follows the transcript, and reading it there walks the transcript's
+// overflow pages (about 350 us for 1 MiB, against 17 from the index).
+const threadOwnerSQL = `SELECT owner FROM (
+		SELECT 0 AS k, owner FROM goai_threads INDEXED BY goai_threads_owner WHERE thread_id = ?1
+		UNION ALL
+		SELECT * FROM (SELECT 1, owner FROM goai_runs WHERE thread_id = ?1 ORDER BY started_at, id LIMIT 1))
+	ORDER BY k LIMIT 1`
 
 // appendStateSQL reads, for an append, whether the log is closed (NULL:
 // there is no log yet) and the run's driver epoch (NULL: no run).
@@ -111,6 +121,7 @@ func (s *Store) prepare() error {
 		readRun:         prep(r, `SELECT `+runColumns+` FROM goai_runs WHERE run_id = ?`),
 		readRequest:     prep(r, `SELECT body FROM goai_run_requests WHERE run_id = ?`),
 		readThread:      prep(r, `SELECT messages, run_id, interrupts, updated_at, owner FROM goai_threads WHERE thread_id = ?`),
+		readOwner:       prep(r, threadOwnerSQL),
 		readCancels:     prep(r, `SELECT run_id FROM goai_runs WHERE run_id IN (SELECT value FROM json_each(?)) AND cancel_requested = 1`),
 		listByThread:    prep(r, listSQL+`thread_id = ? ORDER BY started_at, id`),
 		listActive:      prep(r, listSQL+`thread_id = ? AND status = 'running' ORDER BY started_at DESC, id DESC LIMIT 1`),
@@ -131,7 +142,7 @@ func (st *stmts) close() {
 		st.runGet, st.runUpdate, st.runInsert, st.runEpoch, st.leaseBeat, st.leaseBeatAll, st.leaseLost,
 		st.threadPut, st.requestPut, st.checkpoint,
 		st.readPage, st.readState, st.readLog, st.readRun,
-		st.readRequest, st.readThread, st.readCancels,
+		st.readRequest, st.readThread, st.readOwner, st.readCancels,
 		st.listByThread, st.listActive, st.listReclaimable, st.listStale,
 	} {
 		if s != nil {

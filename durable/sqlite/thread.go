@@ -55,3 +55,20 @@ func (s *Store) LoadThread(ctx context.Context, threadID string) (durable.Thread
 	t.UpdatedAt = time.UnixMilli(updated).UTC()
 	return t, true, nil
 }
+
+// ThreadOwner implements durable.ThreadOwners: the owner column alone,
+// without the transcript.
+func (s *Store) ThreadOwner(ctx context.Context, threadID string) (string, bool, error) {
+	if s.isClosed() {
+		return "", false, durable.ErrStoreClosed
+	}
+	var owner string
+	err := s.st.readOwner.QueryRowContext(ctx, threadID).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("durable/sqlite: thread owner: %w", err)
+	}
+	return owner, true, nil
+}
