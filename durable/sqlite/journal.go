@@ -201,8 +201,8 @@ func (s *Store) compactJournal() error {
 		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
 	}
 	put := tx.Stmt(s.st.chunkPut)
-	if err := mergeJournal(js, func(run string, first int64, entries [][]byte) error {
-		_, err := put.Exec(run, first, first+int64(len(entries))-1, encodeChunk(entries))
+	if err := mergeJournal(js, func(c journalRow) error {
+		_, err := put.Exec(c.run, c.first, c.last, c.data)
 		return err
 	}); err != nil {
 		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
@@ -227,8 +227,11 @@ type journalRow struct {
 // mergeJournal calls put with the chunks that rows (sorted by run, then
 // seq) make when each run's consecutive rows are merged, up to maxChunk
 // entries a chunk. Rows that do not follow on (seqs stored in goai_chunks
-// between them) start a new chunk.
-func mergeJournal(rows []journalRow, put func(run string, first int64, entries [][]byte) error) error {
+// between them) start a new chunk. A row whose data does not decode is
+// put as it is, alone: a reader reports it when it reaches it, as it would
+// have in the journal, and the rest of the journal still moves (a
+// compaction that failed on it would be retried, and fail, at every commit).
+func mergeJournal(rows []journalRow, put func(journalRow) error) error {
 	var (
 		run     string
 		first   int64
@@ -238,7 +241,7 @@ func mergeJournal(rows []journalRow, put func(run string, first int64, entries [
 		if len(entries) == 0 {
 			return nil
 		}
-		err := put(run, first, entries)
+		err := put(journalRow{run: run, first: first, last: first + int64(len(entries)) - 1, data: encodeChunk(entries)})
 		entries = entries[:0]
 		return err
 	}
@@ -251,11 +254,18 @@ func mergeJournal(rows []journalRow, put func(run string, first int64, entries [
 			}
 			run, first = r.run, r.first
 		}
+		had := len(entries)
 		if err := decodeChunk(r.first, r.last, r.data, r.first-1, r.last, func(_ int64, b []byte) bool {
 			entries = append(entries, b)
 			return true
 		}); err != nil {
-			return err
+			entries = entries[:had]
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := put(r); err != nil {
+				return err
+			}
 		}
 	}
 	return flush()
