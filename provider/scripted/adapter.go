@@ -99,15 +99,17 @@ func (a *Adapter) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[a
 	}
 }
 
-// exhausted ends a call past the script's last turn, and fail a call with
-// err. Not inlined: the event would be in the frame of ChatStream's
-// iterator or the replay's, under every pause.
+// exhausted ends a call past the script's last turn. Not inlined: the
+// event would be in the frame of ChatStream's iterator, under every pause.
 //
 //go:noinline
 func exhausted(yield func(agui.Event, error) bool) {
 	yield(agui.Event{Type: agui.RunError, Message: "script exhausted"}, nil)
 }
 
+// fail ends a call with err. Not inlined, for the same reason, in the
+// replay's frame.
+//
 //go:noinline
 func fail(yield func(agui.Event, error) bool, err error) {
 	yield(agui.Event{}, err)
