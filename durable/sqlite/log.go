@@ -108,9 +108,11 @@ func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.
 	rows := 0
 	if len(batch) < putMany {
 		rows = 1
-		if _, err := tx.Stmt(s.st.journalPut).Exec(runID, last+1, last+n, encodeChunk(batch)); err != nil {
+		data := encodeChunk(batch)
+		if _, err := tx.Stmt(s.st.journalPut).Exec(runID, last+1, last+n, data); err != nil {
 			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
+		s.jt.inserted(journalRow{run: runID, first: last + 1, last: last + n, data: data})
 	} else if err := putChunks(tx.Stmt(s.st.chunkPut), runID, last+1, batch); err != nil {
 		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
@@ -285,6 +287,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 		// Entries are edited in place in goai_chunks: first move the
 		// run's journal rows there.
 		s.jt.forget(runID)
+		s.jt.journalChanged()
 		if err := compactRun(tx, runID); err != nil {
 			return fmt.Errorf("durable/sqlite: upsert: %w", err)
 		}
@@ -361,6 +364,7 @@ func splitChunkAt(tx *sql.Tx, runID string, seq int64) error {
 func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	var n int
 	err := s.execThen(ctx, anyRun, "", func(tx *sql.Tx) error {
+		s.jt.journalChanged()
 		c := cutoff.UnixMilli()
 		for _, q := range []string{
 			`DELETE FROM goai_chunks WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
