@@ -58,9 +58,11 @@ type WriterOptions struct {
 	ThreadID, RunID string
 	// Now stamps synthesized events; default time.Now.
 	Now func() time.Time
-	// Emit, when set, receives each event the profile produces instead of
-	// the encoder writing bytes (a durable producer appends them to its log).
-	Emit func(e *Event) error
+	// Emit, when set, receives each event the profile produces, and its
+	// wire encoding, instead of the encoder writing bytes (a durable
+	// producer appends them to its log). Both are the writer's and valid
+	// only during the call: copy what is kept.
+	Emit func(e *Event, wire []byte) error
 }
 
 // Writer encodes events to SSE or NDJSON frames, one Write call on the
@@ -69,6 +71,7 @@ type Writer struct {
 	w        io.Writer
 	opt      WriterOptions
 	buf      []byte
+	emitted  *Event // Emit's event, the writer's copy
 	held     *Event // agui profile: the last RUN_FINISHED, not yet known to be final
 	heldID   string
 	lastTurn *Event // agui profile: the last RUN_FINISHED passed on as turn.finished
@@ -243,10 +246,15 @@ func (w *Writer) Terminated() bool { return w.terminal }
 
 func (w *Writer) frame(id string, e *Event) error {
 	if w.opt.Emit != nil {
-		// A copy, so the caller's event never escapes through the callback
-		// (that would cost every Write a heap copy on the byte path too).
-		c := *e
-		return w.opt.Emit(&c)
+		// The writer's own copy, so that the caller's event never escapes
+		// through the callback (that would cost every Write a heap copy
+		// on the byte path too), and one copy per writer, not per event.
+		if w.emitted == nil {
+			w.emitted = new(Event)
+		}
+		*w.emitted = *e
+		w.buf = AppendWire(w.buf[:0], e)
+		return w.opt.Emit(w.emitted, w.buf)
 	}
 	b := appendFrameHead(w.buf[:0], w.opt.Format, id)
 	b = AppendWire(b, e)

@@ -76,3 +76,54 @@ func lastErr(seq iter.Seq2[Frame, error]) error {
 	}
 	return last
 }
+
+// An Emit writer hands over each event with its wire form, the bytes a
+// byte writer would frame, and allocates nothing per event: the event and
+// the bytes are the writer's, reused.
+func TestWriterEmitPassesWireForm(t *testing.T) {
+	var cases []refEventCase
+	loadJSON(t, "ref_events.json", &cases)
+	var got, want [][]byte
+	w := NewWriter(nil, WriterOptions{Profile: ProfileTanStack, Emit: func(e *Event, wire []byte) error {
+		if !bytes.Equal(wire, AppendWire(nil, e)) {
+			t.Errorf("%s: wire %s, event encodes as %s", e.Type, wire, AppendWire(nil, e))
+		}
+		got = append(got, bytes.Clone(wire))
+		return nil
+	}})
+	for _, c := range cases {
+		var e Event
+		if err := e.UnmarshalJSON([]byte(c.In)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, AppendWire(nil, &e))
+		if err := w.Write(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d events emitted, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("event %d: emitted %s, want %s", i, got[i], want[i])
+		}
+	}
+
+	var n int
+	w = NewWriter(nil, WriterOptions{Profile: ProfileTanStack, Emit: func(e *Event, wire []byte) error {
+		n += len(wire)
+		return nil
+	}})
+	delta := Event{Type: TextMessageContent, MessageID: "m1", Delta: "hello", Timestamp: 1}
+	if err := w.Write(&delta); err != nil { // the writer's copy and buffer, once
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		if err := w.Write(&delta); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Errorf("%v allocations per emitted event, want 0", allocs)
+	}
+}

@@ -554,7 +554,7 @@ func TestBurstBeforeFinishReachesStream(t *testing.T) {
 		}
 	}, chattest.TextTurn("m", "done", agui.FinishStop))
 	var wire []agui.Event
-	w := agui.NewWriter(nil, agui.WriterOptions{Emit: func(ev *agui.Event) error { wire = append(wire, *ev); return nil }})
+	w := agui.NewWriter(nil, agui.WriterOptions{Emit: func(ev *agui.Event, _ []byte) error { wire = append(wire, *ev); return nil }})
 	for ev, err := range chat.Stream(context.Background(), e.opts(a, sandbox.WithSandbox(s, sandbox.Options{}))) {
 		if err != nil {
 			t.Fatal(err)

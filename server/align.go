@@ -51,11 +51,11 @@ func newAligner(entries []durable.Entry) *aligner {
 
 // admit reports whether e must be appended. After a divergence only a
 // terminal event passes: the run's end, saying why.
-func (a *aligner) admit(e *agui.Event) (bool, error) {
+func (a *aligner) admit(e *agui.Event, wire []byte) (bool, error) {
 	if a.diverged {
 		return e.IsTerminal(), nil
 	}
-	fp, custom := fingerprint(agui.AppendWire(nil, e))
+	fp, custom := fingerprint(wire)
 	if custom {
 		if a.custom[string(fp)] > 0 {
 			a.custom[string(fp)]--

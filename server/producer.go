@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -265,9 +266,9 @@ func (p *producer) lost() error {
 	return p.fence.Lost()
 }
 
-func (p *producer) emit(e *agui.Event) error {
+func (p *producer) emit(e *agui.Event, wire []byte) error {
 	if p.align != nil {
-		if ok, err := p.align.admit(e); !ok || err != nil {
+		if ok, err := p.align.admit(e, wire); !ok || err != nil {
 			return err
 		}
 	}
@@ -275,7 +276,7 @@ func (p *producer) emit(e *agui.Event) error {
 		c := *e
 		p.terminal = &c
 	}
-	return p.commits.add(agui.AppendWire(nil, e))
+	return p.commits.add(bytes.Clone(wire))
 }
 
 func (p *producer) accept() error {
