@@ -119,7 +119,7 @@ func TestCompactionFromCopies(t *testing.T) {
 		}
 		h.check(h.s)
 	}
-	compact() // the first reads the table; the writer has copies from then on
+	compact() // Open compacted from the table: the writer has had copies since
 	compact()
 	if strings.Contains(logs.String(), "did not know") {
 		t.Fatalf("a compaction from copies fell back to the table:\n%s", logs.String())
