@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -34,7 +33,7 @@ func TestGroupFailureIsolated(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = s.exec(ctx, noRun, func(*sql.Tx) error { close(held); <-hold; return nil })
+		_ = s.exec(ctx, noRun, func(*writeTx) error { close(held); <-hold; return nil })
 	}()
 	<-held
 

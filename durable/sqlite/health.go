@@ -143,7 +143,7 @@ func (s *Store) Healthy(ctx context.Context, deep bool) error {
 	if !deep {
 		return nil
 	}
-	err := s.exec(ctx, noRun, func(tx *sql.Tx) error {
+	err := s.exec(ctx, noRun, func(tx *writeTx) error {
 		if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS goai_probe (id INTEGER PRIMARY KEY, at INTEGER NOT NULL)`); err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"cmp"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -177,7 +176,7 @@ func (j *journalTails) rolledBack() {
 // (another process writing the same file) committed since the writer's
 // last transaction. Called at the start of each of its transactions, which
 // hold the write lock: nothing else commits until they end.
-func (s *Store) checkForeignWrites(tx *sql.Tx) error {
+func (s *Store) checkForeignWrites(tx *writeTx) error {
 	var v int64
 	if err := tx.Stmt(s.st.dataVersion).QueryRow().Scan(&v); err != nil {
 		return fmt.Errorf("durable/sqlite: data_version: %w", err)
@@ -192,7 +191,7 @@ func (s *Store) checkForeignWrites(tx *sql.Tx) error {
 }
 
 // appendTail returns the tail of runID's log for an append in tx.
-func (s *Store) appendTail(tx *sql.Tx, runID string) (int64, error) {
+func (s *Store) appendTail(tx *writeTx, runID string) (int64, error) {
 	if t, ok := s.jt.tail(runID); ok {
 		return t, nil
 	}
@@ -230,16 +229,13 @@ func (s *Store) compactJournal() error {
 var errCopiesStale = errors.New("durable/sqlite: journal copies stale")
 
 func (s *Store) compactJournalFrom(copies bool) error {
-	tx, err := s.w.Begin()
+	// begin asks whether another process wrote since the writer's last
+	// transaction (the journal, perhaps), before the copies are trusted.
+	tx, err := s.begin()
 	if err != nil {
 		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
 	}
 	defer tx.Rollback()
-	// Another process may have written the journal since the writer's
-	// last transaction.
-	if err := s.checkForeignWrites(tx); err != nil {
-		return fmt.Errorf("durable/sqlite: compact journal: %w", err)
-	}
 	var js []journalRow
 	if copies && s.jt.copiesWhole {
 		js = slices.Clone(s.jt.copies)
@@ -283,7 +279,7 @@ func (s *Store) compactJournalFrom(copies bool) error {
 }
 
 // readJournal returns every row of the journal, sorted by run and seq.
-func (s *Store) readJournal(tx *sql.Tx) ([]journalRow, error) {
+func (s *Store) readJournal(tx *writeTx) ([]journalRow, error) {
 	// Read whole before writing: the journal holds about
 	// Options.JournalRows small rows.
 	rows, err := tx.Stmt(s.st.journalAll).Query()
@@ -358,7 +354,7 @@ func mergeJournal(rows []journalRow, put func(journalRow) error) error {
 
 // compactRun moves runID's journal rows into goai_chunks within tx (for
 // writes that edit entries in place).
-func compactRun(tx *sql.Tx, runID string) error {
+func compactRun(tx *writeTx, runID string) error {
 	if _, err := tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data)
 		SELECT run_id, last_seq, first_seq, data FROM goai_chunk_journal WHERE run_id = ? ORDER BY last_seq`, runID); err != nil {
 		return err

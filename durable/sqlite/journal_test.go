@@ -54,7 +54,7 @@ func (h *journalHarness) append(run string) {
 // journal, before the writer takes its next write).
 func (h *journalHarness) settle() {
 	h.t.Helper()
-	if err := h.s.exec(context.Background(), noRun, func(*sql.Tx) error { return nil }); err != nil {
+	if err := h.s.exec(context.Background(), noRun, func(*writeTx) error { return nil }); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -128,7 +128,7 @@ func TestCompactionFromCopies(t *testing.T) {
 	// A row put in the journal through the writer's own connection
 	// without a copy (a write the writer's bookkeeping missed): the same
 	// connection, so PRAGMA data_version does not see it.
-	err := h.s.exec(context.Background(), noRun, func(tx *sql.Tx) error {
+	err := h.s.exec(context.Background(), noRun, func(tx *writeTx) error {
 		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES ('c', 0, 0)`); err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -10,7 +9,7 @@ import (
 	"github.com/goai-sdk/goai/durable"
 )
 
-func (s *Store) beatTx(tx *sql.Tx, runID string) error {
+func (s *Store) beatTx(tx *writeTx, runID string) error {
 	if _, err := tx.Stmt(s.st.leaseBeat).Exec(runID, s.opts.Now().UnixMilli()); err != nil {
 		return fmt.Errorf("durable/sqlite: heartbeat: %w", err)
 	}
@@ -24,7 +23,7 @@ func (s *Store) ClaimIf(ctx context.Context, runID string, epoch int64) (durable
 
 // Heartbeat implements durable.Leaser.
 func (s *Store) Heartbeat(ctx context.Context, claim durable.Claim) error {
-	return s.exec(ctx, oneRun(claim.RunID), func(tx *sql.Tx) error {
+	return s.exec(ctx, oneRun(claim.RunID), func(tx *writeTx) error {
 		r, ok, err := s.getTx(tx, claim.RunID)
 		switch {
 		case err != nil:
@@ -82,7 +81,7 @@ func (s *Store) heartbeatSome(ctx context.Context, claims []durable.Claim) ([]st
 		return nil, err
 	}
 	var lost []string
-	err = s.exec(ctx, noRun, func(tx *sql.Tx) error {
+	err = s.exec(ctx, noRun, func(tx *writeTx) error {
 		lost = lost[:0]
 		res, err := tx.Stmt(s.st.leaseBeatAll).Exec(s.opts.Now().UnixMilli(), string(enc))
 		if err != nil {

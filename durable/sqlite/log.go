@@ -32,7 +32,7 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 	}
 	var first, n int64
 	var stored bool
-	err := s.execThen(ctx, noRun, runID, func(tx *sql.Tx) error {
+	err := s.execThen(ctx, noRun, runID, func(tx *writeTx) error {
 		var err error
 		first, n, stored, err = s.appendTx(tx, runID, batch, opts, s.opts.Now())
 		return err
@@ -49,7 +49,7 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 
 // appendTx appends batch; stored is false when it was a repeat (an
 // idempotent append already stored).
-func (s *Store) appendTx(tx *sql.Tx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, stored bool, err error) {
+func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, stored bool, err error) {
 	p := opts.Producer
 	if p.ID != "" {
 		err := tx.Stmt(s.st.producerGet).QueryRow(runID, p.ID, p.Seq).Scan(&first, &n)
@@ -145,7 +145,7 @@ func (s *Store) Close(ctx context.Context, runID string) error {
 	}
 	now := s.opts.Now().UnixMilli()
 	var last int64
-	return s.execThen(ctx, oneRun(runID), runID, func(tx *sql.Tx) error {
+	return s.execThen(ctx, oneRun(runID), runID, func(tx *writeTx) error {
 		var err error
 		if last, err = s.appendTail(tx, runID); err != nil {
 			return fmt.Errorf("durable/sqlite: close: %w", err)
@@ -283,7 +283,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 		return []string{}, nil
 	}
 	now := s.opts.Now().UnixMilli()
-	err := s.execThen(ctx, oneRun(runID), runID, func(tx *sql.Tx) error {
+	err := s.execThen(ctx, oneRun(runID), runID, func(tx *writeTx) error {
 		// Entries are edited in place in goai_chunks: first move the
 		// run's journal rows there.
 		s.jt.forget(runID)
@@ -338,7 +338,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 // splitChunkAt replaces the chunk of goai_chunks holding runID's entry seq,
 // if it holds several, by chunks of one entry each, so that the entry can
 // be edited in place.
-func splitChunkAt(tx *sql.Tx, runID string, seq int64) error {
+func splitChunkAt(tx *writeTx, runID string, seq int64) error {
 	var first, last int64
 	var data []byte
 	err := tx.QueryRow(`SELECT first_seq, last_seq, data FROM goai_chunks WHERE run_id = ? AND last_seq >= ? ORDER BY last_seq LIMIT 1`, runID, seq).
@@ -363,7 +363,7 @@ func splitChunkAt(tx *sql.Tx, runID string, seq int64) error {
 // Prune implements durable.Pruner.
 func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	var n int
-	err := s.execThen(ctx, anyRun, "", func(tx *sql.Tx) error {
+	err := s.execThen(ctx, anyRun, "", func(tx *writeTx) error {
 		s.jt.journalChanged()
 		c := cutoff.UnixMilli()
 		for _, q := range []string{

@@ -86,7 +86,7 @@ func runArgs(r durable.RunRecord) []any {
 		sbox, detached, cancel, epoch, r.Owner}
 }
 
-func (s *Store) getTx(tx *sql.Tx, runID string) (durable.RunRecord, bool, error) {
+func (s *Store) getTx(tx *writeTx, runID string) (durable.RunRecord, bool, error) {
 	r, err := scanRun(tx.Stmt(s.st.runGet).QueryRow(runID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, false, nil
@@ -97,7 +97,7 @@ func (s *Store) getTx(tx *sql.Tx, runID string) (durable.RunRecord, bool, error)
 	return r, true, nil
 }
 
-func (s *Store) putTx(tx *sql.Tx, r durable.RunRecord) error {
+func (s *Store) putTx(tx *writeTx, r durable.RunRecord) error {
 	_, err := tx.Stmt(s.st.runUpdate).Exec(append(runArgs(r), r.RunID)...)
 	if err != nil {
 		return fmt.Errorf("durable/sqlite: update run: %w", err)
@@ -117,7 +117,7 @@ func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (dura
 		return durable.RunRecord{}, fmt.Errorf("durable: invalid run status %q", rec.Status)
 	}
 	var out durable.RunRecord
-	err := s.exec(ctx, oneRun(rec.RunID), func(tx *sql.Tx) error {
+	err := s.exec(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
 		if _, err := tx.Stmt(s.st.runInsert).Exec(runArgs(rec)...); err != nil {
 			return fmt.Errorf("durable/sqlite: create run: %w", err)
 		}
@@ -174,7 +174,7 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 	if err := patch.Validate(); err != nil {
 		return err
 	}
-	return s.exec(ctx, oneRun(runID), func(tx *sql.Tx) error {
+	return s.exec(ctx, oneRun(runID), func(tx *writeTx) error {
 		r, ok, err := s.getTx(tx, runID)
 		if err != nil || !ok {
 			return err
@@ -200,7 +200,7 @@ func (s *Store) claim(ctx context.Context, runID string, ifEpoch *int64) (durabl
 	if err := s.checkFile(); err != nil {
 		return c, err
 	}
-	err := s.exec(ctx, oneRun(runID), func(tx *sql.Tx) error {
+	err := s.exec(ctx, oneRun(runID), func(tx *writeTx) error {
 		// Whoever held the run before may have appended to it from
 		// another process: read its tail afresh.
 		s.jt.forget(runID)

@@ -76,9 +76,10 @@ type Store struct {
 	path string
 	file os.FileInfo // the database file as opened; nil for an in-memory database
 	sick atomic.Pointer[error]
-	w    *sql.DB // the writer's single connection
-	r    *sql.DB // readers
-	ck   *sql.DB // the checkpointer's connection
+	w    *sql.DB   // the writer's single connection, held by wc once open
+	wc   *sql.Conn // the writer's connection, which its transactions run on
+	r    *sql.DB   // readers
+	ck   *sql.DB   // the checkpointer's connection
 
 	ckDone chan struct{}
 
@@ -107,7 +108,7 @@ var _ interface {
 // op is one write request run by the writer goroutine in a group
 // transaction.
 type op struct {
-	fn        func(tx *sql.Tx) error
+	fn        func(tx *writeTx) error
 	committed func() // if set, run after the commit, before the wake-up
 	wake      string // run whose readers to wake after the commit
 	changes   scope  // forgotten from the writer's memory before fn runs
@@ -273,8 +274,11 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("durable/sqlite: open %s: %w", path, err)
 	}
 	s.ck.SetMaxOpenConns(1)
+	if s.wc, err = s.w.Conn(context.Background()); err != nil {
+		return nil, errors.Join(fmt.Errorf("durable/sqlite: open %s: %w", path, err), s.w.Close(), s.r.Close(), s.ck.Close())
+	}
 	if err := s.prepare(); err != nil {
-		return nil, errors.Join(err, s.w.Close(), s.r.Close(), s.ck.Close())
+		return nil, errors.Join(err, s.wc.Close(), s.w.Close(), s.r.Close(), s.ck.Close())
 	}
 	s.tail = tail.Reader{
 		Scheme: scheme, Page: s.opts.ReadPage, Poll: s.opts.PollInterval,
@@ -284,7 +288,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	// What a process that stopped without Shutdown left in the journal.
 	if err := s.compactJournal(); err != nil {
 		s.st.close()
-		err = errors.Join(err, s.w.Close(), s.r.Close(), s.ck.Close())
+		err = errors.Join(err, s.wc.Close(), s.w.Close(), s.r.Close(), s.ck.Close())
 		return nil, err
 	}
 	go s.writer()
@@ -330,7 +334,7 @@ func (s *Store) Shutdown() error {
 		<-s.ckDone
 		s.hub.Close()
 		s.st.close()
-		err = errors.Join(s.w.Close(), s.r.Close(), s.ck.Close())
+		err = errors.Join(s.wc.Close(), s.w.Close(), s.r.Close(), s.ck.Close())
 	})
 	return err
 }
@@ -345,13 +349,13 @@ func (s *Store) isClosed() bool {
 // commit. Once queued, a write is not abandoned because ctx ends: the caller
 // learns its outcome.
 // changes says what the write may change of the state appends check.
-func (s *Store) exec(ctx context.Context, changes scope, fn func(tx *sql.Tx) error) error {
+func (s *Store) exec(ctx context.Context, changes scope, fn func(tx *writeTx) error) error {
 	return s.execThen(ctx, changes, "", fn, nil)
 }
 
 // execThen is exec with committed run after a successful commit, before
 // waking the readers of run wake.
-func (s *Store) execThen(ctx context.Context, changes scope, wake string, fn func(tx *sql.Tx) error, committed func()) error {
+func (s *Store) execThen(ctx context.Context, changes scope, wake string, fn func(tx *writeTx) error, committed func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -515,11 +519,11 @@ func (s *Store) commit(group []*op) {
 }
 
 // begin starts a write transaction.
-func (s *Store) begin() (*sql.Tx, error) {
-	tx, err := s.w.BeginTx(context.Background(), nil)
-	if err != nil {
+func (s *Store) begin() (*writeTx, error) {
+	if _, err := s.st.begin.Exec(); err != nil {
 		return nil, fmt.Errorf("durable/sqlite: begin: %w", err)
 	}
+	tx := &writeTx{c: s.wc, st: &s.st}
 	if err := s.checkForeignWrites(tx); err != nil {
 		tx.Rollback()
 		return nil, err
@@ -530,7 +534,7 @@ func (s *Store) begin() (*sql.Tx, error) {
 // run runs o in tx, first forgetting what the writer remembers of the
 // state o may change: an append later in the same transaction must see
 // o's change.
-func (s *Store) run(tx *sql.Tx, o *op) error {
+func (s *Store) run(tx *writeTx, o *op) error {
 	switch {
 	case o.changes.all:
 		s.jt.forgetAllStates()
@@ -558,7 +562,7 @@ func (s *Store) commitAlone(o *op) {
 
 // finish commits tx, in which every op of group succeeded, and reports
 // their outcome.
-func (s *Store) finish(tx *sql.Tx, group []*op) {
+func (s *Store) finish(tx *writeTx, group []*op) {
 	if err := tx.Commit(); err != nil {
 		s.jt.rolledBack()
 		for _, o := range group {

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -14,12 +15,11 @@ const putMany = 16
 // run's life (its record, lease, request, thread and log close), prepared
 // once when the store opens: parsing SQL costs more than running most of
 // these (about a tenth of the server's CPU with 30 runs per client, when
-// a run's writes were parsed each time). The writer's are prepared on its
-// single connection (used in a transaction through tx.Stmt, which reuses
-// them as they are; the connection is busy during a transaction, so they
-// cannot be prepared lazily); the readers' on their pool, which prepares
-// each once per connection.
+// a run's writes were parsed each time). The writer's, BEGIN and COMMIT
+// among them, are prepared on its one connection (writeTx); the readers'
+// on their pool, which prepares each once per connection.
 type stmts struct {
+	begin, commit, rollback                                                                      *sql.Stmt
 	dataVersion, producerGet, appendState, tailGet, logCreate, journalPut, chunkPut, producerPut *sql.Stmt
 	journalAll, journalClear, logClose                                                           *sql.Stmt
 	runGet, runUpdate, runInsert, runEpoch, leaseBeat, leaseBeatAll, leaseLost                   *sql.Stmt
@@ -78,38 +78,49 @@ func (s *Store) prepare() error {
 		}
 		return st
 	}
-	w, r := s.w, s.r
+	// The writer's statements are bound to its connection.
+	w := func(query string) *sql.Stmt {
+		st, err := s.wc.PrepareContext(context.Background(), query)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", query, err))
+		}
+		return st
+	}
+	r := s.r
 	s.st = stmts{
-		producerGet:  prep(w, `SELECT first_seq, n FROM goai_producers WHERE run_id = ? AND producer_id = ? AND producer_seq = ?`),
-		appendState:  prep(w, appendStateSQL),
-		logCreate:    prep(w, `INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES (?, 0, ?)`),
-		tailGet:      prep(w, `SELECT `+tailSQL),
-		dataVersion:  prep(w, `PRAGMA data_version`),
-		journalPut:   prep(w, `INSERT INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES (?, ?, ?, ?)`),
-		chunkPut:     prep(w, `INSERT INTO goai_chunks (run_id, first_seq, last_seq, data) VALUES (?, ?, ?, ?)`),
-		producerPut:  prep(w, `INSERT INTO goai_producers (run_id, producer_id, producer_seq, first_seq, n) VALUES (?, ?, ?, ?, ?)`),
-		journalAll:   prep(w, `SELECT run_id, first_seq, last_seq, data FROM goai_chunk_journal ORDER BY run_id, last_seq`),
-		journalClear: prep(w, `DELETE FROM goai_chunk_journal`),
-		logClose: prep(w, `INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at)
+		begin:        w(`BEGIN IMMEDIATE`),
+		commit:       w(`COMMIT`),
+		rollback:     w(`ROLLBACK`),
+		producerGet:  w(`SELECT first_seq, n FROM goai_producers WHERE run_id = ? AND producer_id = ? AND producer_seq = ?`),
+		appendState:  w(appendStateSQL),
+		logCreate:    w(`INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES (?, 0, ?)`),
+		tailGet:      w(`SELECT ` + tailSQL),
+		dataVersion:  w(`PRAGMA data_version`),
+		journalPut:   w(`INSERT INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES (?, ?, ?, ?)`),
+		chunkPut:     w(`INSERT INTO goai_chunks (run_id, first_seq, last_seq, data) VALUES (?, ?, ?, ?)`),
+		producerPut:  w(`INSERT INTO goai_producers (run_id, producer_id, producer_seq, first_seq, n) VALUES (?, ?, ?, ?, ?)`),
+		journalAll:   w(`SELECT run_id, first_seq, last_seq, data FROM goai_chunk_journal ORDER BY run_id, last_seq`),
+		journalClear: w(`DELETE FROM goai_chunk_journal`),
+		logClose: w(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at)
 			VALUES (?1, ?2, ?3, ?3)
 			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at), last_seq = excluded.last_seq`),
-		runGet:    prep(w, `SELECT `+runColumns+` FROM goai_runs WHERE run_id = ?`),
-		runUpdate: prep(w, `UPDATE goai_runs SET (`+runColumns+`) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE run_id = ?`),
-		runInsert: prep(w, `INSERT INTO goai_runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		runGet:    w(`SELECT ` + runColumns + ` FROM goai_runs WHERE run_id = ?`),
+		runUpdate: w(`UPDATE goai_runs SET (` + runColumns + `) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE run_id = ?`),
+		runInsert: w(`INSERT INTO goai_runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (run_id) DO NOTHING`),
-		runEpoch: prep(w, `UPDATE goai_runs SET driver_epoch = ? WHERE run_id = ?`),
-		leaseBeat: prep(w, `INSERT INTO goai_leases (run_id, heartbeat_at) VALUES (?, ?)
+		runEpoch: w(`UPDATE goai_runs SET driver_epoch = ? WHERE run_id = ?`),
+		leaseBeat: w(`INSERT INTO goai_leases (run_id, heartbeat_at) VALUES (?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`),
-		leaseBeatAll: prep(w, `INSERT INTO goai_leases (run_id, heartbeat_at)
+		leaseBeatAll: w(`INSERT INTO goai_leases (run_id, heartbeat_at)
 			SELECT r.run_id, ? FROM json_each(?) c JOIN goai_runs r ON r.run_id = c.value->>'r'
 			WHERE coalesce(r.driver_epoch, 0) = c.value->>'e'
 			ON CONFLICT (run_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`),
-		leaseLost: prep(w, `SELECT r.run_id FROM json_each(?) c JOIN goai_runs r ON r.run_id = c.value->>'r'
+		leaseLost: w(`SELECT r.run_id FROM json_each(?) c JOIN goai_runs r ON r.run_id = c.value->>'r'
 			WHERE coalesce(r.driver_epoch, 0) <> c.value->>'e'`),
-		threadPut: prep(w, `INSERT INTO goai_threads (thread_id, messages, run_id, interrupts, updated_at, owner) VALUES (?, ?, ?, ?, ?, ?)
+		threadPut: w(`INSERT INTO goai_threads (thread_id, messages, run_id, interrupts, updated_at, owner) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (thread_id) DO UPDATE SET messages = excluded.messages, run_id = excluded.run_id,
 				interrupts = excluded.interrupts, updated_at = excluded.updated_at, owner = excluded.owner`),
-		requestPut: prep(w, `INSERT INTO goai_run_requests (run_id, body) VALUES (?, ?)
+		requestPut: w(`INSERT INTO goai_run_requests (run_id, body) VALUES (?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET body = excluded.body`),
 		checkpoint: prep(s.ck, `PRAGMA wal_checkpoint(PASSIVE)`),
 
@@ -135,8 +146,21 @@ func (s *Store) prepare() error {
 	return nil
 }
 
+// writes reports whether s is one of the writer's statements.
+func (st *stmts) writes(s *sql.Stmt) bool {
+	switch s {
+	case st.dataVersion, st.producerGet, st.appendState, st.tailGet, st.logCreate, st.journalPut, st.chunkPut, st.producerPut,
+		st.journalAll, st.journalClear, st.logClose,
+		st.runGet, st.runUpdate, st.runInsert, st.runEpoch, st.leaseBeat, st.leaseBeatAll, st.leaseLost,
+		st.threadPut, st.requestPut:
+		return s != nil
+	}
+	return false
+}
+
 func (st *stmts) close() {
 	for _, s := range []*sql.Stmt{
+		st.begin, st.commit, st.rollback,
 		st.producerGet, st.dataVersion, st.appendState, st.tailGet, st.logCreate, st.journalPut, st.chunkPut, st.producerPut,
 		st.journalAll, st.journalClear, st.logClose,
 		st.runGet, st.runUpdate, st.runInsert, st.runEpoch, st.leaseBeat, st.leaseBeatAll, st.leaseLost,

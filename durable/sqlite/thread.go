@@ -20,7 +20,7 @@ func (s *Store) SaveThread(ctx context.Context, t durable.Thread) error {
 	if t.Interrupts != nil {
 		interrupts = string(t.Interrupts)
 	}
-	return s.exec(ctx, noRun, func(tx *sql.Tx) error {
+	return s.exec(ctx, noRun, func(tx *writeTx) error {
 		_, err := tx.Stmt(s.st.threadPut).Exec(t.ThreadID, string(t.Messages), t.RunID, interrupts, t.UpdatedAt.UnixMilli(), t.Owner)
 		if err != nil {
 			return fmt.Errorf("durable/sqlite: save thread: %w", err)
