@@ -59,6 +59,20 @@ func (h *journalHarness) settle() {
 	}
 }
 
+// fill appends the journal's size in rows (two runs interleaved), which
+// makes the writer compact it, and waits for that compaction.
+func (h *journalHarness) fill() {
+	h.t.Helper()
+	for range h.s.opts.JournalRows / 2 {
+		h.append("a")
+		h.append("b")
+	}
+	h.settle()
+	if n := h.journalRows(); n != 0 {
+		h.t.Fatalf("journal rows after a compaction: %d", n)
+	}
+}
+
 func (h *journalHarness) journalRows() int {
 	h.t.Helper()
 	var n int
@@ -109,14 +123,7 @@ func TestCompactionFromCopies(t *testing.T) {
 	h := newJournalHarness(t, filepath.Join(t.TempDir(), "goai.db"), &logs)
 	compact := func() {
 		t.Helper()
-		for range 2 {
-			h.append("a")
-			h.append("b")
-		}
-		h.settle()
-		if n := h.journalRows(); n != 0 {
-			t.Fatalf("journal rows after a compaction: %d", n)
-		}
+		h.fill()
 		h.check(h.s)
 	}
 	compact() // Open compacted from the table: the writer has had copies since
@@ -158,21 +165,10 @@ func TestCompactionKeepsAnotherWritersRows(t *testing.T) {
 	h := newJournalHarness(t, path, &logs)
 	other := newJournalHarness(t, path, &otherLogs)
 	other.want = h.want // one file, one set of logs
-	for range 2 {
-		h.append("a")
-		h.append("b")
-	}
-	h.settle() // the writer has copies from here on
+	h.fill()            // the writer has copies from here on
 	other.append("x")
 	other.append("x")
-	for range 2 {
-		h.append("a")
-		h.append("b")
-	}
-	h.settle()
-	if n := h.journalRows(); n != 0 {
-		t.Fatalf("journal rows after the compaction: %d", n)
-	}
+	h.fill()
 	h.check(h.s)
 	h.check(other.s)
 	if strings.Contains(logs.String(), "did not know") {
