@@ -238,7 +238,8 @@ func (s *Store) compactJournalFrom(copies bool) error {
 	defer tx.Rollback()
 	var js []journalRow
 	if copies && s.jt.copiesWhole {
-		js = slices.Clone(s.jt.copies)
+		// Sorted in place: the copies' order means nothing.
+		js = s.jt.copies
 		slices.SortStableFunc(js, func(a, b journalRow) int {
 			return cmp.Or(strings.Compare(a.run, b.run), cmp.Compare(a.last, b.last))
 		})

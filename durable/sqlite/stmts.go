@@ -28,6 +28,8 @@ type stmts struct {
 	readPage, readState, readLog, readRun                *sql.Stmt
 	readRequest, readThread, readOwner, readCancels      *sql.Stmt
 	listByThread, listActive, listReclaimable, listStale *sql.Stmt
+
+	writer map[*sql.Stmt]bool // the statements prepared on the writer's connection
 }
 
 // listSQL starts the queries that list run records.
@@ -79,15 +81,19 @@ func (s *Store) prepare() error {
 		return st
 	}
 	// The writer's statements are bound to its connection.
+	writer := map[*sql.Stmt]bool{}
 	w := func(query string) *sql.Stmt {
 		st, err := s.wc.PrepareContext(context.Background(), query)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", query, err))
+			return nil
 		}
+		writer[st] = true
 		return st
 	}
 	r := s.r
 	s.st = stmts{
+		writer:       writer,
 		begin:        w(`BEGIN IMMEDIATE`),
 		commit:       w(`COMMIT`),
 		rollback:     w(`ROLLBACK`),
@@ -147,16 +153,7 @@ func (s *Store) prepare() error {
 }
 
 // writes reports whether s is one of the writer's statements.
-func (st *stmts) writes(s *sql.Stmt) bool {
-	switch s {
-	case st.dataVersion, st.producerGet, st.appendState, st.tailGet, st.logCreate, st.journalPut, st.chunkPut, st.producerPut,
-		st.journalAll, st.journalClear, st.logClose,
-		st.runGet, st.runUpdate, st.runInsert, st.runEpoch, st.leaseBeat, st.leaseBeatAll, st.leaseLost,
-		st.threadPut, st.requestPut:
-		return s != nil
-	}
-	return false
-}
+func (st *stmts) writes(s *sql.Stmt) bool { return st.writer[s] }
 
 func (st *stmts) close() {
 	for _, s := range []*sql.Stmt{

@@ -8,10 +8,10 @@ import (
 // writeTx is a transaction of the writer, on its one connection. The
 // writer does not use database/sql's Tx: the driver parsed BEGIN and COMMIT
 // anew for every transaction, and Tx.Stmt wrapped each prepared statement
-// again in every transaction, about 4 % of the server's CPU at 10 ms
-// pacing, where most transactions hold a few appends. Here BEGIN, COMMIT
-// and ROLLBACK are statements prepared on the connection like the others,
-// and the writer's statements run as they are.
+// again in every transaction, a large part of the writer's CPU when
+// transactions hold a few appends each (paced tokens; docs/durable.md §3).
+// Here BEGIN, COMMIT and ROLLBACK are statements prepared on the
+// connection like the others, and the writer's statements run as they are.
 //
 // Only the writer goroutine uses one, and only between Store.begin and its
 // Commit or Rollback.
