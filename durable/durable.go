@@ -104,6 +104,22 @@ type Log interface {
 	Snapshot(ctx context.Context, runID string) ([]Entry, error)
 }
 
+// QueuedAppender is implemented by logs that can take an append without a
+// goroutine waiting for its commit. A producer that appends one token at a
+// time otherwise needs a goroutine per append to keep its model from
+// waiting on the store (docs/durable.md §1.5).
+type QueuedAppender interface {
+	// AppendQueued is AppendWith without offsets and without waiting: it
+	// queues batch and returns. done is called exactly once with the
+	// append's outcome, possibly before AppendQueued returns, and on the
+	// store's own goroutine otherwise: it must be quick and must not call
+	// the store. A non-empty batch that done returns is appended next to
+	// the same log with the same options, before anything queued later,
+	// and its done is the same function. The store keeps no reference to
+	// a batch (the slice or its entries) after calling its done.
+	AppendQueued(runID string, batch [][]byte, opts AppendOptions, done func(err error) (next [][]byte))
+}
+
 // Upserter is implemented by logs that can replace stored entries in place
 // (UpsertableStreamDurability upstream). Alignment does not need it.
 type Upserter interface {

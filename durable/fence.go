@@ -79,6 +79,33 @@ func (f *Fence) AppendWith(ctx context.Context, batch [][]byte, p Producer) ([]s
 	return offs, nil
 }
 
+// QueueAppends returns a function that queues batches for the claimed
+// run's log (QueuedAppender.AppendQueued), fenced as Append is, each
+// outcome going to done; nil when the store does not queue appends.
+func (f *Fence) QueueAppends(done func(error) [][]byte) func(batch [][]byte) {
+	q, ok := f.store.(QueuedAppender)
+	if !ok {
+		return nil
+	}
+	latched := func(err error) [][]byte {
+		if err != nil {
+			err = f.latch(err)
+		}
+		return done(err)
+	}
+	opts := AppendOptions{Epoch: f.claim.Epoch}
+	return func(batch [][]byte) {
+		for len(batch) > 0 {
+			err := f.Lost()
+			if err == nil {
+				q.AppendQueued(f.claim.RunID, batch, opts, latched)
+				return
+			}
+			batch = done(err)
+		}
+	}
+}
+
 // Close closes the run's log, unfenced.
 func (f *Fence) Close(ctx context.Context) error {
 	return f.store.Close(ctx, f.claim.RunID)

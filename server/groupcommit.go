@@ -8,26 +8,36 @@ import (
 )
 
 // groupCommit is a durable producer's append pipeline. Events are queued by
-// add without waiting; an appender goroutine appends whatever is queued as
-// one batch as soon as the previous append has finished, and, when it
-// starts, after lingering at most linger for the events right behind the
-// first. Batching thus never delays an event by more than one append plus
-// linger at any token rate, and a fast producer still gets large batches
-// (everything queued during one append is the next batch).
+// add without waiting; whatever is queued is appended as one batch as soon
+// as the previous append has finished, the first after lingering at most
+// linger for the events right behind it. Batching thus never delays an
+// event by more than one append plus linger at any token rate, and a fast
+// producer still gets large batches (everything queued during one append
+// is the next batch).
 //
-// The appender runs only while something is unstored, as a stream's sender
-// does (streamWriter): an idle run, waiting on its model, holds no
-// goroutine here.
+// A store that queues appends itself (durable.QueuedAppender, used when
+// there is no linger) is handed each batch by add or by the previous
+// batch's completion, which runs on the store's writer: a paced model's
+// token then costs no goroutine here. Otherwise an appender goroutine
+// appends the batches; it runs only while something is unstored, as a
+// stream's sender does (streamWriter). Either way an idle run, waiting on
+// its model, holds no goroutine here.
 type groupCommit struct {
 	appendBatch func([][]byte) error
 	linger      time.Duration
+	queue       func([][]byte)           // queues a batch with the store; nil: the appender goroutine appends
+	observe     func(int, time.Duration) // a queued batch's size and time to commit
 
 	mu        sync.Mutex
-	stored    *sync.Cond // broadcast after each append, and when the appender ends
+	stored    *sync.Cond // broadcast after each append, and when the appending ends
 	queued    [][]byte
 	pending   int   // entries added and not yet stored (queued or in flight)
 	err       error // the first append error; every later add and flush fails with it
-	appending bool  // an appender is running
+	appending bool  // an append is in flight or an appender is running
+
+	flying [][]byte  // the queued batch in flight
+	sent   time.Time // when it was queued
+	spare  [][]byte  // the previous batch's slice, for the next one
 
 	hurry chan struct{} // a flush waits: skip the linger
 }
@@ -36,6 +46,18 @@ func newGroupCommit(appendBatch func([][]byte) error, linger time.Duration) *gro
 	g := &groupCommit{appendBatch: appendBatch, linger: linger, hurry: make(chan struct{}, 1)}
 	g.stored = sync.NewCond(&g.mu)
 	return g
+}
+
+// queueWith makes g hand its batches to the queue that newQueue returns
+// for g's completion function (nil: the store does not queue, and the
+// appender goroutine stays). observe gets each batch's size and time to
+// commit. It is used only without a linger, before the first add.
+func (g *groupCommit) queueWith(newQueue func(done func(error) [][]byte) func([][]byte), observe func(int, time.Duration)) {
+	if g.linger > 0 {
+		return
+	}
+	g.queue = newQueue(g.queuedDone)
+	g.observe = observe
 }
 
 func signal(c chan struct{}) {
@@ -56,21 +78,67 @@ const maxUnstored = 32
 // fails once an append has failed.
 func (g *groupCommit) add(entry []byte) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	for g.pending >= maxUnstored && g.err == nil {
 		signal(g.hurry) // a lingering appender would keep it waiting
 		g.stored.Wait()
 	}
-	if g.err != nil {
-		return g.err
+	if err := g.err; err != nil {
+		g.mu.Unlock()
+		return err
 	}
 	g.queued = append(g.queued, entry)
 	g.pending++
-	if !g.appending {
-		g.appending = true
-		go g.appendQueued()
+	if g.appending {
+		g.mu.Unlock()
+		return nil
 	}
+	g.appending = true
+	if g.queue == nil {
+		g.mu.Unlock()
+		go g.appendQueued()
+		return nil
+	}
+	batch := g.take()
+	g.mu.Unlock()
+	g.queue(batch) // its completion may run before this returns
 	return nil
+}
+
+// take makes what is queued the batch in flight.
+func (g *groupCommit) take() [][]byte {
+	batch := g.queued
+	g.queued, g.spare = g.spare[:0], nil
+	g.flying, g.sent = batch, time.Now()
+	return batch
+}
+
+// queuedDone is the completion of a queued batch: it records the outcome
+// and returns what queued meanwhile as the next batch. It runs on the
+// store's writer (or in add, when the store refuses at once) and does not
+// block.
+func (g *groupCommit) queuedDone(err error) [][]byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.observe(len(g.flying), time.Since(g.sent))
+	g.pending -= len(g.flying)
+	clear(g.flying) // the store keeps no reference: let the entries go
+	g.spare, g.flying = g.flying[:0], nil
+	if err != nil && g.err == nil {
+		g.err = err
+	}
+	g.stored.Broadcast()
+	if g.err != nil {
+		// As after an appender's failed append: what was queued is
+		// dropped, and every later add fails.
+		g.pending -= len(g.queued)
+		clear(g.queued)
+		g.queued = g.queued[:0]
+	}
+	if len(g.queued) == 0 {
+		g.appending = false
+		return nil
+	}
+	return g.take()
 }
 
 // flush waits until everything queued so far is stored, skipping the

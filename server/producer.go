@@ -105,7 +105,7 @@ func (h *Handler) launchDurable(ctx context.Context, cancel context.CancelCauseF
 		defer h.recoverLogged("runId", runID)
 		p.saveRequestTurn(cr.opts.Messages)
 	}()
-	p.commits = newGroupCommit(p.append, h.cfg.linger())
+	p.commits = p.newCommits()
 	acceptErr := p.accept()
 	keepErr := <-kept
 	<-turnSaved
@@ -252,6 +252,28 @@ func (p *producer) append(batch [][]byte) error {
 	}
 	p.h.metrics.appended(len(batch), time.Since(start))
 	return err
+}
+
+// newCommits returns the producer's append pipeline, which hands its
+// batches to the store's own queue when the store has one.
+func (p *producer) newCommits() *groupCommit {
+	g := newGroupCommit(p.append, p.h.cfg.linger())
+	g.queueWith(p.queueAppends, p.h.metrics.appended)
+	return g
+}
+
+// queueAppends returns a function that queues the run's batches with the
+// store, fenced as append is, each outcome going to done; nil when the
+// store does not queue appends.
+func (p *producer) queueAppends(done func(error) [][]byte) func([][]byte) {
+	if p.fence != nil {
+		return p.fence.QueueAppends(done)
+	}
+	q, ok := p.store.(durable.QueuedAppender)
+	if !ok {
+		return nil
+	}
+	return func(batch [][]byte) { q.AppendQueued(p.runID, batch, durable.AppendOptions{}, done) }
 }
 
 // flush waits until every event emitted so far is stored.

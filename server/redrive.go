@@ -66,7 +66,7 @@ func (h *Handler) Redrive(ctx context.Context, rec durable.RunRecord, claim dura
 	p.align = newAligner(stored)
 	p.fence = durable.NewFence(store, claim, h.cfg.Logger)
 	p.leaser, _ = store.(durable.Leaser)
-	p.commits = newGroupCommit(p.append, h.cfg.linger())
+	p.commits = p.newCommits()
 	// The writer starts as the dead producer's did, with the run.accepted
 	// marker, which shapes what follows (the RUN_STARTED it implies); the
 	// aligner drops the marker and that RUN_STARTED, already stored.

@@ -30,21 +30,31 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 	if len(batch) == 0 {
 		return []string{}, ctx.Err()
 	}
-	var first, n int64
-	var stored bool
-	err := s.execThen(ctx, noRun, runID, func(tx *writeTx) error {
-		var err error
-		first, n, stored, err = s.appendTx(tx, runID, batch, opts, s.opts.Now())
-		return err
-	}, func() {
-		if stored {
-			s.recent.Add(scheme, runID, first, batch)
-		}
-	})
-	if err != nil {
+	o := &op{wake: runID, app: appendJob{runID: runID, batch: batch, opts: opts}, done: make(chan error, 1)}
+	if err := s.execOp(ctx, o); err != nil {
 		return nil, err
 	}
-	return offsets(runID, first, n), nil
+	return offsets(runID, o.app.first, o.app.n), nil
+}
+
+// AppendQueued implements durable.QueuedAppender.
+func (s *Store) AppendQueued(runID string, batch [][]byte, opts durable.AppendOptions, done func(error) [][]byte) {
+	for len(batch) > 0 {
+		err := durable.CheckRunID(runID)
+		if err == nil {
+			err = s.enqueue(&op{wake: runID, app: appendJob{runID: runID, batch: batch, opts: opts, then: done}})
+			if err == nil {
+				return
+			}
+		}
+		batch = done(err)
+	}
+}
+
+// appendJob runs the append of an op.
+func (s *Store) appendJob(tx *writeTx, a *appendJob) (err error) {
+	a.first, a.n, a.stored, err = s.appendTx(tx, a.runID, a.batch, a.opts, s.opts.Now())
+	return err
 }
 
 // appendTx appends batch; stored is false when it was a repeat (an

@@ -92,6 +92,7 @@ type Store struct {
 	tail    tail.Reader
 	st      stmts
 	jt      journalTails // the writer goroutine's
+	next    []*op        // the writer goroutine's: queued appends' next batches
 
 	mu     sync.RWMutex // guards closed against sends on ops
 	closed bool
@@ -103,16 +104,34 @@ var _ interface {
 	durable.Pruner
 	durable.Leaser
 	durable.ThreadStore
+	durable.QueuedAppender
 } = (*Store)(nil)
 
 // op is one write request run by the writer goroutine in a group
-// transaction.
+// transaction: fn, or, when fn is nil, the append of app.
 type op struct {
 	fn        func(tx *writeTx) error
 	committed func() // if set, run after the commit, before the wake-up
 	wake      string // run whose readers to wake after the commit
 	changes   scope  // forgotten from the writer's memory before fn runs
-	done      chan error
+	app       appendJob
+	// The outcome goes to done, or, for an append queued by AppendQueued
+	// (which has no done), to app.then.
+	done chan error
+}
+
+// appendJob is an append run as an op of its own kind rather than as a
+// closure: appends are most of the writes, one per token when a model is
+// paced, and a closure and its captured results were several allocations
+// each.
+type appendJob struct {
+	runID string
+	batch [][]byte
+	opts  durable.AppendOptions
+	then  func(error) [][]byte // AppendQueued's done
+
+	first, n int64 // the stored seqs, set by the op
+	stored   bool  // false: a repeat of an idempotent append
 }
 
 // scope is what an op may change of the state appends check, which the
@@ -356,10 +375,14 @@ func (s *Store) exec(ctx context.Context, changes scope, fn func(tx *writeTx) er
 // execThen is exec with committed run after a successful commit, before
 // waking the readers of run wake.
 func (s *Store) execThen(ctx context.Context, changes scope, wake string, fn func(tx *writeTx) error, committed func()) error {
+	return s.execOp(ctx, &op{fn: fn, committed: committed, wake: wake, changes: changes, done: make(chan error, 1)})
+}
+
+// execOp queues o and waits for its outcome.
+func (s *Store) execOp(ctx context.Context, o *op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{fn: fn, committed: committed, wake: wake, changes: changes, done: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -375,6 +398,49 @@ func (s *Store) execThen(ctx context.Context, changes scope, wake string, fn fun
 	return <-o.done
 }
 
+// enqueue queues o, which has no done channel, waiting while the writer's
+// queue is full.
+func (s *Store) enqueue(o *op) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return durable.ErrStoreClosed
+	}
+	s.ops <- o
+	return nil
+}
+
+// complete hands o its outcome. A queued append's next batch, if its then
+// returns one, becomes an op that the writer runs before anything it has
+// not taken from its queue yet; o itself is reused for it, since nothing
+// refers to it any more.
+func (s *Store) complete(o *op, err error) {
+	if o.done != nil {
+		o.done <- err
+		return
+	}
+	next := o.app.then(err)
+	if len(next) == 0 {
+		return
+	}
+	o.app = appendJob{runID: o.app.runID, batch: next, opts: o.app.opts, then: o.app.then}
+	s.next = append(s.next, o)
+}
+
+// takeNext adds the queued appends' next batches to group, up to
+// Options.MaxGroup.
+func (s *Store) takeNext(group []*op) []*op {
+	n := min(len(s.next), s.opts.MaxGroup-len(group))
+	if n <= 0 {
+		return group
+	}
+	group = append(group, s.next[:n]...)
+	rest := copy(s.next, s.next[n:])
+	clear(s.next[rest:])
+	s.next = s.next[:rest]
+	return group
+}
+
 func (s *Store) writer() {
 	defer close(s.stopped)
 	group := make([]*op, 0, s.opts.MaxGroup)
@@ -382,13 +448,16 @@ func (s *Store) writer() {
 	g.timer.Stop()
 	for {
 		group = group[:0]
-		select {
-		case o := <-s.ops:
-			group = append(group, o)
-		case <-s.stop:
-			s.finishQueued(group)
-			return
+		if len(s.next) == 0 {
+			select {
+			case o := <-s.ops:
+				group = append(group, o)
+			case <-s.stop:
+				s.finishQueued(group)
+				return
+			}
 		}
+		group = s.takeNext(group)
 		group = s.gather(group, &g)
 		if len(s.ops) == 0 {
 			// Let the goroutines that are ready run first: a paced
@@ -411,7 +480,7 @@ func (s *Store) writer() {
 		s.commit(group)
 		// Compact when no write waits, unless the journal has grown well
 		// past its size: a compaction holds the writes queued behind it.
-		if n := s.jt.rows; n >= s.opts.JournalRows && (len(s.ops) == 0 || n >= 4*s.opts.JournalRows) {
+		if n := s.jt.rows; n >= s.opts.JournalRows && (len(s.ops) == 0 && len(s.next) == 0 || n >= 4*s.opts.JournalRows) {
 			if err := s.compactJournal(); err != nil {
 				// Readers read the journal as well: nothing is lost, and
 				// the next commit tries again.
@@ -466,6 +535,7 @@ func (s *Store) gather(group []*op, g *gapper) []*op {
 // compacts the journal.
 func (s *Store) finishQueued(group []*op) {
 	for {
+		group = s.takeNext(group)
 		select {
 		case o := <-s.ops:
 			group = append(group, o)
@@ -476,10 +546,12 @@ func (s *Store) finishQueued(group []*op) {
 			continue
 		default:
 		}
-		break
-	}
-	if len(group) > 0 {
+		if len(group) == 0 {
+			break
+		}
+		// Committing may give queued appends their next batches.
 		s.commit(group)
+		group = group[:0]
 	}
 	if s.jt.rows > 0 {
 		if err := s.compactJournal(); err != nil {
@@ -501,7 +573,7 @@ func (s *Store) commit(group []*op) {
 	tx, err := s.begin()
 	if err != nil {
 		for _, o := range group {
-			o.done <- err
+			s.complete(o, err)
 		}
 		return
 	}
@@ -541,6 +613,9 @@ func (s *Store) run(tx *writeTx, o *op) error {
 	case o.changes.run != "":
 		s.jt.forgetState(o.changes.run)
 	}
+	if o.fn == nil {
+		return s.appendJob(tx, &o.app)
+	}
 	return o.fn(tx)
 }
 
@@ -548,13 +623,13 @@ func (s *Store) run(tx *writeTx, o *op) error {
 func (s *Store) commitAlone(o *op) {
 	tx, err := s.begin()
 	if err != nil {
-		o.done <- err
+		s.complete(o, err)
 		return
 	}
 	if err := s.run(tx, o); err != nil {
 		tx.Rollback()
 		s.jt.rolledBack()
-		o.done <- err
+		s.complete(o, err)
 		return
 	}
 	s.finish(tx, []*op{o})
@@ -566,7 +641,7 @@ func (s *Store) finish(tx *writeTx, group []*op) {
 	if err := tx.Commit(); err != nil {
 		s.jt.rolledBack()
 		for _, o := range group {
-			o.done <- fmt.Errorf("durable/sqlite: commit: %w", err)
+			s.complete(o, fmt.Errorf("durable/sqlite: commit: %w", err))
 		}
 		return
 	}
@@ -575,9 +650,12 @@ func (s *Store) finish(tx *writeTx, group []*op) {
 		if o.committed != nil {
 			o.committed()
 		}
+		if o.fn == nil && o.app.stored {
+			s.recent.Add(scheme, o.app.runID, o.app.first, o.app.batch)
+		}
 		if o.wake != "" {
 			s.hub.Wake(o.wake)
 		}
-		o.done <- nil
+		s.complete(o, nil)
 	}
 }

@@ -76,6 +76,10 @@ func TestRunStoreConformance(t *testing.T) {
 	durabletest.RunStore(t, func(t *testing.T) durable.Store { return newStore(t) }, nil)
 }
 
+func TestQueuedAppendConformance(t *testing.T) {
+	durabletest.QueuedAppends(t, func(t *testing.T) durable.Store { return newStore(t) })
+}
+
 func TestThreadStoreConformance(t *testing.T) {
 	durabletest.Threads(t, func(t *testing.T) durable.ThreadStore { return newStore(t) })
 }
@@ -451,4 +455,49 @@ func BenchmarkThreadOwner(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Shutdown stores what queued appends hand back while it drains the
+// writer's queue, and an append queued after it is refused at once.
+func TestShutdownFinishesQueuedAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "durable.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batches = 50
+	outcomes := make(chan error, batches)
+	sent := 1
+	done := func(err error) [][]byte {
+		outcomes <- err
+		if err != nil || sent == batches {
+			return nil
+		}
+		sent++
+		return [][]byte{fmt.Appendf(nil, `{"n":%d}`, sent)}
+	}
+	s.AppendQueued("r", [][]byte{[]byte(`{"n":1}`)}, durable.AppendOptions{}, done)
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range batches {
+		select {
+		case err := <-outcomes:
+			if err != nil {
+				t.Fatalf("batch %d: %v", i+1, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("batch %d got no outcome from Shutdown", i+1)
+		}
+	}
+	var refused error
+	s.AppendQueued("r", [][]byte{[]byte(`{}`)}, durable.AppendOptions{}, func(err error) [][]byte { refused = err; return nil })
+	if !errors.Is(refused, durable.ErrStoreClosed) {
+		t.Fatalf("append queued after Shutdown: %v, want ErrStoreClosed at once", refused)
+	}
+	s = open(t, path)
+	es, err := s.Snapshot(t.Context(), "r")
+	if err != nil || len(es) != batches || string(es[batches-1].Data) != fmt.Sprintf(`{"n":%d}`, batches) {
+		t.Fatalf("after reopening: %d entries, %v", len(es), err)
+	}
 }
