@@ -77,6 +77,7 @@ var _ interface {
 	durable.Pruner
 	durable.Leaser
 	durable.ThreadStore
+	durable.CaughtUpReporter
 } = (*Store)(nil)
 
 const schema = `

@@ -68,8 +68,10 @@ func (t *Reader) fetch(ctx context.Context, runID string, after int64, limit int
 	})
 }
 
-// Read implements durable.Log.Read.
+// Read implements durable.Log.Read, calling the hook of
+// durable.WithCaughtUp before each wait for entries not yet stored.
 func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durable.Entry, error] {
+	caughtUp := durable.CaughtUpHook(ctx)
 	return func(yield func(durable.Entry, error) bool) {
 		pos, err := t.start(ctx, runID, after)
 		if err != nil {
@@ -117,6 +119,9 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 				return
 			}
 			if quiet {
+				if caughtUp != nil {
+					caughtUp()
+				}
 				ok := t.park(ctx, wake, nil)
 				release()
 				if !ok {
@@ -149,6 +154,9 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 			case st.Closed:
 				release()
 				return
+			}
+			if caughtUp != nil {
+				caughtUp()
 			}
 			ok := t.park(ctx, wake, nil)
 			release()
