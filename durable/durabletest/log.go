@@ -613,6 +613,31 @@ func Run(t *testing.T, newLog func(t *testing.T) durable.Log, opts *Options) {
 		}
 	})
 
+	sub("append_keeps_no_reference_to_the_batch", func(t *testing.T, l durable.Log) {
+		// Single entries and batches, enough of them to pass a backend's
+		// internal thresholds (a journal moved every few rows), each
+		// scribbled over once Append has returned, as a caller reusing
+		// its buffers would.
+		var want [][]byte
+		for i := range 40 {
+			batch := evs(len(want), 1+i%3)
+			want = append(want, evs(len(want), len(batch))...)
+			mustAppend(t, l, runA, batch)
+			for _, e := range batch {
+				for j := range e {
+					e[j] = 'X'
+				}
+			}
+		}
+		equalData(t, "stored entries", datas(mustSnapshot(t, l, runA)), want)
+		mustClose(t, l, runA)
+		all, err := readAll(t, l, runA, durable.FromStart)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equalData(t, "read entries", datas(all), want)
+	})
+
 	sub("caught_up_hook_before_each_wait", func(t *testing.T, l durable.Log) {
 		if _, ok := l.(durable.CaughtUpReporter); !ok {
 			t.Skip("the log does not report catching up")

@@ -53,24 +53,27 @@ func (s *Store) AppendQueued(runID string, batch [][]byte, opts durable.AppendOp
 
 // appendJob runs the append of an op.
 func (s *Store) appendJob(tx *writeTx, a *appendJob) (err error) {
-	a.first, a.n, a.stored, err = s.appendTx(tx, a.runID, a.batch, a.opts, s.opts.Now())
+	a.first, a.n, a.stored, a.entry, err = s.appendTx(tx, a.runID, a.batch, a.opts, s.opts.Now())
 	return err
 }
 
 // appendTx appends batch; stored is false when it was a repeat (an
 // idempotent append already stored).
-func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, stored bool, err error) {
+//
+// entry, for a batch of one stored in the journal, is the writer's own copy
+// of it, which the cache of recent entries may share.
+func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, stored bool, entry []byte, err error) {
 	p := opts.Producer
 	if p.ID != "" {
 		err := tx.Stmt(s.st.producerGet).QueryRow(runID, p.ID, p.Seq).Scan(&first, &n)
 		switch {
 		case err == nil:
 			if n != int64(len(batch)) {
-				return 0, 0, false, fmt.Errorf("%w: run %q producer %q seq %d", durable.ErrProducerConflict, runID, p.ID, p.Seq)
+				return 0, 0, false, nil, fmt.Errorf("%w: run %q producer %q seq %d", durable.ErrProducerConflict, runID, p.ID, p.Seq)
 			}
-			return first, n, false, nil
+			return first, n, false, nil, nil
 		case !errors.Is(err, sql.ErrNoRows):
-			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
 	// The log's state and the run's epoch, and the tail, come from the
@@ -81,21 +84,21 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable
 	if !open {
 		var e sql.NullInt64
 		if err := tx.Stmt(s.st.appendState).QueryRow(runID).Scan(&closed, &e); err != nil {
-			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 		epoch = e.Int64
 	}
 	if opts.Epoch > 0 && epoch != opts.Epoch {
-		return 0, 0, false, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: epoch}
+		return 0, 0, false, nil, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: epoch}
 	}
 	created := false
 	if !open {
 		switch {
 		case closed.Int64 != 0:
-			return 0, 0, false, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
+			return 0, 0, false, nil, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
 		case !closed.Valid:
 			if _, err := tx.Stmt(s.st.logCreate).Exec(runID, now.UnixMilli()); err != nil {
-				return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+				return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 			}
 			created = true
 		}
@@ -108,7 +111,7 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable
 	var last int64
 	if !created {
 		if last, err = s.appendTail(tx, runID); err != nil {
-			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
 	n = int64(len(batch))
@@ -119,20 +122,27 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable
 	if len(batch) < putMany {
 		rows = 1
 		data := encodeChunk(batch)
+		if len(batch) == 1 {
+			// data is the caller's entry: the writer keeps its copy of
+			// the row until the journal is compacted, and the caller may
+			// reuse its buffer once the append returns.
+			data = append(make([]byte, 0, len(data)), data...)
+			entry = data
+		}
 		if _, err := tx.Stmt(s.st.journalPut).Exec(runID, last+1, last+n, data); err != nil {
-			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 		s.jt.inserted(journalRow{run: runID, first: last + 1, last: last + n, data: data})
 	} else if err := putChunks(tx.Stmt(s.st.chunkPut), runID, last+1, batch); err != nil {
-		return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+		return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
 	s.jt.set(runID, last+n, rows)
 	if p.ID != "" {
 		if _, err := tx.Stmt(s.st.producerPut).Exec(runID, p.ID, p.Seq, last+1, n); err != nil {
-			return 0, 0, false, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
-	return last + 1, n, true, nil
+	return last + 1, n, true, entry, nil
 }
 
 // putChunks inserts batch as runID's entries from seq first on, in chunks

@@ -131,8 +131,9 @@ type appendJob struct {
 	opts  durable.AppendOptions
 	then  func(error) [][]byte // AppendQueued's done
 
-	first, n int64 // the stored seqs, set by the op
-	stored   bool  // false: a repeat of an idempotent append
+	first, n int64  // the stored seqs, set by the op
+	stored   bool   // false: a repeat of an idempotent append
+	entry    []byte // the writer's copy of a batch of one (appendTx)
 }
 
 // scope is what an op may change of the state appends check, which the
@@ -652,7 +653,11 @@ func (s *Store) finish(tx *writeTx, group []*op) {
 			o.committed()
 		}
 		if o.fn == nil && o.app.stored {
-			s.recent.Add(scheme, o.app.runID, o.app.first, o.app.batch)
+			if o.app.entry != nil {
+				s.recent.AddOwned(scheme, o.app.runID, o.app.first, o.app.entry)
+			} else {
+				s.recent.Add(scheme, o.app.runID, o.app.first, o.app.batch)
+			}
 		}
 		if o.wake != "" {
 			s.hub.Wake(o.wake)
