@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -68,6 +67,7 @@ type journalTails struct {
 	copies        []journalRow
 	pendingCopies []journalRow
 	copiesWhole   bool
+	grouped       []journalRow // the copies grouped by run, for a compaction
 }
 
 // maxTails bounds the logs whose tail is remembered (a log's tail is
@@ -238,11 +238,9 @@ func (s *Store) compactJournalFrom(copies bool) error {
 	defer tx.Rollback()
 	var js []journalRow
 	if copies && s.jt.copiesWhole {
-		// Sorted in place: the copies' order means nothing.
-		js = s.jt.copies
-		slices.SortStableFunc(js, func(a, b journalRow) int {
-			return cmp.Or(strings.Compare(a.run, b.run), cmp.Compare(a.last, b.last))
-		})
+		s.jt.grouped = groupByRun(s.jt.copies, s.jt.grouped)
+		js = s.jt.grouped
+		defer clear(s.jt.grouped) // drop the references to the rows' data
 	} else {
 		copies = false
 		if js, err = s.readJournal(tx); err != nil {
@@ -277,6 +275,48 @@ func (s *Store) compactJournalFrom(copies bool) error {
 	s.jt.copies = s.jt.copies[:0]
 	s.jt.copiesWhole = true
 	return nil
+}
+
+// groupByRun returns rows ordered by run, each run's rows in the order they
+// have in rows, in out's array: what a stable sort by run gives, but sorting
+// the runs rather than the rows. A journal holds about a thousand rows of a
+// hundred runs or so, and a sort of the rows (by run id, then seq) was a
+// fifth of a compaction. The writer inserts each run's rows in seq order,
+// which mergeJournal needs only to merge them into fewer chunks.
+func groupByRun(rows, out []journalRow) []journalRow {
+	index := make(map[string]int, 128) // run -> its place in runs
+	type group struct {
+		run  string
+		rows int
+		next int // where the run's next row goes in out
+	}
+	var runs []group
+	for _, r := range rows {
+		i, ok := index[r.run]
+		if !ok {
+			i = len(runs)
+			index[r.run] = i
+			runs = append(runs, group{run: r.run})
+		}
+		runs[i].rows++
+	}
+	order := make([]int, len(runs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(runs[a].run, runs[b].run) })
+	at := 0
+	for _, i := range order {
+		runs[i].next = at
+		at += runs[i].rows
+	}
+	out = slices.Grow(out[:0], len(rows))[:len(rows)]
+	for _, r := range rows {
+		g := &runs[index[r.run]]
+		out[g.next] = r
+		g.next++
+	}
+	return out
 }
 
 // readJournal returns every row of the journal, sorted by run and seq.

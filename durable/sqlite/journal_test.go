@@ -175,3 +175,21 @@ func TestCompactionKeepsAnotherWritersRows(t *testing.T) {
 		t.Fatalf("another process's rows reached the count check:\n%s", logs.String())
 	}
 }
+
+func TestGroupByRun(t *testing.T) {
+	rows := []journalRow{
+		{run: "b", first: 1, last: 1}, {run: "a", first: 1, last: 2}, {run: "c", first: 5, last: 5},
+		{run: "b", first: 2, last: 2}, {run: "a", first: 3, last: 3}, {run: "b", first: 3, last: 4},
+	}
+	out := groupByRun(rows, make([]journalRow, 1))
+	var got []string
+	for _, r := range out {
+		got = append(got, fmt.Sprintf("%s%d-%d", r.run, r.first, r.last))
+	}
+	if want := "[a1-2 a3-3 b1-1 b2-2 b3-4 c5-5]"; fmt.Sprint(got) != want {
+		t.Fatalf("grouped %v, want %s", got, want)
+	}
+	if len(groupByRun(nil, out)) != 0 {
+		t.Fatal("no rows grouped into some")
+	}
+}
