@@ -17,35 +17,52 @@ type Hub struct {
 
 type topic struct {
 	ch   chan struct{}
+	key  string
 	refs int
 }
 
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Wait returns a channel that is closed by the next Wake(key), WakeAll or
-// Close, and a release func the caller must call when it stops waiting.
-func (h *Hub) Wait(key string) (<-chan struct{}, func()) {
+// A Waiter is one wait on a key: C is closed by the next Wake of the key,
+// WakeAll or Close. The waiter must be released once its holder stops
+// waiting. It is a value, so that a wait allocates nothing beyond the
+// key's channel (a paced reader waits once per token).
+type Waiter struct {
+	C <-chan struct{}
+	h *Hub
+	t *topic // nil: the hub was closed
+}
+
+// Wait returns a waiter of key.
+func (h *Hub) Wait(key string) Waiter {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return closedCh, func() {}
+		return Waiter{C: closedCh}
 	}
 	if h.topics == nil {
 		h.topics = make(map[string]*topic)
 	}
 	t := h.topics[key]
 	if t == nil {
-		t = &topic{ch: make(chan struct{})}
+		t = &topic{ch: make(chan struct{}), key: key}
 		h.topics[key] = t
 	}
 	t.refs++
-	return t.ch, func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		t.refs--
-		if t.refs == 0 && h.topics[key] == t {
-			delete(h.topics, key)
-		}
+	return Waiter{C: t.ch, h: h, t: t}
+}
+
+// Release ends the wait; the key is forgotten with its last waiter.
+func (w Waiter) Release() {
+	if w.t == nil {
+		return
+	}
+	h := w.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w.t.refs--
+	if w.t.refs == 0 && h.topics[w.t.key] == w.t {
+		delete(h.topics, w.t.key)
 	}
 }
 

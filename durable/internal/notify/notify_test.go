@@ -7,9 +7,8 @@ import (
 
 func TestWakeAndRelease(t *testing.T) {
 	var h Hub
-	ch, release := h.Wait("a")
-	ch2, release2 := h.Wait("a")
-	other, releaseOther := h.Wait("b")
+	a, a2, b := h.Wait("a"), h.Wait("a"), h.Wait("b")
+	ch, ch2, other := a.C, a2.C, b.C
 	h.Wake("a")
 	for _, c := range []<-chan struct{}{ch, ch2} {
 		select {
@@ -23,24 +22,34 @@ func TestWakeAndRelease(t *testing.T) {
 		t.Fatal("waiter of another key woken")
 	default:
 	}
-	release()
-	release2()
-	releaseOther()
+	a.Release()
+	a2.Release()
+	b.Release()
 	if n := h.Waiters(); n != 0 {
 		t.Fatalf("%d keys left after every waiter released", n)
 	}
 	// A waiter that gives up without a wake-up does not leak its key.
-	_, r := h.Wait("c")
-	r()
+	h.Wait("c").Release()
 	if n := h.Waiters(); n != 0 {
 		t.Fatalf("%d keys left after release", n)
 	}
 	h.Close()
-	c, r := h.Wait("d")
-	defer r()
+	d := h.Wait("d")
+	defer d.Release()
 	select {
-	case <-c:
+	case <-d.C:
 	default:
 		t.Fatal("Wait after Close returned an open channel")
+	}
+}
+
+// A wait on a key that already has a waiter allocates nothing (a tailer
+// waits again on the same key after each round it read from the cache).
+func TestWaitAgainAllocatesNothing(t *testing.T) {
+	var h Hub
+	first := h.Wait("k")
+	defer first.Release()
+	if n := testing.AllocsPerRun(100, func() { h.Wait("k").Release() }); n != 0 {
+		t.Fatalf("%v allocations per wait on a waited key", n)
 	}
 }

@@ -84,38 +84,39 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 		// next round has taken its own: the same channel again means nothing
 		// woke the read in between (no append, close or notification), so
 		// with nothing new cached it parks without a query.
-		var held func()
-		var heldWake <-chan struct{}
+		var held notify.Waiter
+		holding := false
 		defer func() {
-			if held != nil {
-				held()
+			if holding {
+				held.Release()
 			}
 		}()
 		for {
-			wake, release := t.Hub.Wait(runID)
-			quiet := wake == heldWake
-			if held != nil {
-				held()
-				held, heldWake = nil, nil
+			w := t.Hub.Wait(runID)
+			wake := w.C
+			quiet := holding && wake == held.C
+			if holding {
+				held.Release()
+				holding = false
 			}
 			if t.Closed() {
-				release()
+				w.Release()
 				yield(durable.Entry{}, durable.ErrStoreClosed)
 				return
 			}
 			if es := t.Recent.after(runID, pos); len(es) > 0 {
 				for _, e := range es {
 					if ctx.Err() != nil || !yield(e, nil) {
-						release()
+						w.Release()
 						return
 					}
 					pos++
 				}
-				held, heldWake = release, wake
+				held, holding = w, true
 				continue
 			}
 			if t.Recent.ended(runID, pos) {
-				release()
+				w.Release()
 				return
 			}
 			if quiet {
@@ -123,7 +124,7 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 					caughtUp()
 				}
 				ok := t.park(ctx, wake, nil)
-				release()
+				w.Release()
 				if !ok {
 					return
 				}
@@ -134,7 +135,7 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 				err = fmt.Errorf("%w: run %q was pruned during the read", durable.ErrRunNotFound, runID)
 			}
 			if err != nil {
-				release()
+				w.Release()
 				if ctx.Err() == nil {
 					yield(durable.Entry{}, err)
 				}
@@ -142,24 +143,24 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 			}
 			for _, e := range st.Entries {
 				if ctx.Err() != nil || !yield(e, nil) {
-					release()
+					w.Release()
 					return
 				}
 				pos++
 			}
 			switch {
 			case pos < st.Last:
-				release()
+				w.Release()
 				continue // more pages
 			case st.Closed:
-				release()
+				w.Release()
 				return
 			}
 			if caughtUp != nil {
 				caughtUp()
 			}
 			ok := t.park(ctx, wake, nil)
-			release()
+			w.Release()
 			if !ok {
 				return
 			}
@@ -240,10 +241,11 @@ func (t *Reader) start(ctx context.Context, runID, after string) (int64, error) 
 	}
 	start := int64(-1)
 	for {
-		wake, release := t.Hub.Wait(runID)
+		w := t.Hub.Wait(runID)
+		wake := w.C
 		st, err := t.fetch(ctx, runID, 0, 0, t.flight.Token(wake))
 		if err != nil {
-			release()
+			w.Release()
 			return 0, err
 		}
 		if start < 0 {
@@ -253,15 +255,15 @@ func (t *Reader) start(ctx context.Context, runID, after string) (int64, error) 
 			}
 		}
 		if st.Exists && (st.Last > 0 || st.Closed) {
-			release()
+			w.Release()
 			return start, nil
 		}
 		if t.Closed() {
-			release()
+			w.Release()
 			return 0, durable.ErrStoreClosed
 		}
 		ok := t.park(ctx, wake, deadline)
-		release()
+		w.Release()
 		if !ok {
 			if ctx.Err() != nil {
 				return 0, errQuiet
