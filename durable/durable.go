@@ -138,14 +138,16 @@ type CaughtUpReporter interface {
 // waiting on the store (docs/durable.md §1.5).
 type QueuedAppender interface {
 	// AppendQueued is AppendWith without offsets and without waiting: it
-	// queues batch and returns. done is called exactly once with the
-	// append's outcome, possibly before AppendQueued returns, and on the
-	// store's own goroutine otherwise: it must be quick and must not call
-	// the store. A non-empty batch that done returns is appended next to
-	// the same log with the same options, before anything queued later,
-	// and its done is the same function. The store keeps no reference to
-	// a batch (the slice or its entries) after calling its done.
-	AppendQueued(runID string, batch [][]byte, opts AppendOptions, done func(err error) (next [][]byte))
+	// queues an append to runID's log and returns. The batch is the
+	// caller's until the append runs: then take is called for it, so that
+	// a producer's entries gather for as long as they can. done is called
+	// once with the outcome; when it returns true after a success the
+	// append is queued again, before anything queued later, and take and
+	// done are called again (after an error it is not). Both run on the store's own goroutine (done also before
+	// AppendQueued returns, when the store refuses at once, with take
+	// never called): they must be quick and must not call the store. The
+	// store keeps no reference to a batch after calling done.
+	AppendQueued(runID string, opts AppendOptions, take func() [][]byte, done func(err error) (again bool))
 }
 
 // Upserter is implemented by logs that can replace stored entries in place

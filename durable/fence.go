@@ -79,30 +79,27 @@ func (f *Fence) AppendWith(ctx context.Context, batch [][]byte, p Producer) ([]s
 	return offs, nil
 }
 
-// QueueAppends returns a function that queues batches for the claimed
-// run's log (QueuedAppender.AppendQueued), fenced as Append is, each
-// outcome going to done; nil when the store does not queue appends.
-func (f *Fence) QueueAppends(done func(error) [][]byte) func(batch [][]byte) {
+// QueueAppends returns a function that queues an append to the claimed
+// run's log (QueuedAppender.AppendQueued), fenced as Append is, with take
+// and done; nil when the store does not queue appends.
+func (f *Fence) QueueAppends(take func() [][]byte, done func(error) bool) func() {
 	q, ok := f.store.(QueuedAppender)
 	if !ok {
 		return nil
 	}
-	latched := func(err error) [][]byte {
+	latched := func(err error) bool {
 		if err != nil {
 			err = f.latch(err)
 		}
 		return done(err)
 	}
 	opts := AppendOptions{Epoch: f.claim.Epoch}
-	return func(batch [][]byte) {
-		for len(batch) > 0 {
-			err := f.Lost()
-			if err == nil {
-				q.AppendQueued(f.claim.RunID, batch, opts, latched)
-				return
-			}
-			batch = done(err)
+	return func() {
+		if err := f.Lost(); err != nil {
+			done(err)
+			return
 		}
+		q.AppendQueued(f.claim.RunID, opts, take, latched)
 	}
 }
 

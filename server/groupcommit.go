@@ -16,17 +16,18 @@ import (
 // is the next batch).
 //
 // A store that queues appends itself (durable.QueuedAppender, used when
-// there is no linger) is handed each batch by add or by the previous
-// batch's completion, which runs on the store's writer: a paced model's
-// token then costs no goroutine here. Otherwise an appender goroutine
-// appends the batches; it runs only while something is unstored, as a
-// stream's sender does (streamWriter). Either way an idle run, waiting on
-// its model, holds no goroutine here.
+// there is no linger) is asked by add for an append, and takes the batch
+// when the append runs, on its writer: what queues until then goes in it,
+// and a paced model's token costs no goroutine here. The completion asks
+// for another append while entries are queued. Otherwise an appender
+// goroutine appends the batches; it runs only while something is
+// unstored, as a stream's sender does (streamWriter). Either way an idle
+// run, waiting on its model, holds no goroutine here.
 type groupCommit struct {
 	appendBatch func([][]byte) error
 	linger      time.Duration
-	queue       func([][]byte)           // queues a batch with the store; nil: the appender goroutine appends
-	observe     func(int, time.Duration) // a queued batch's size and time to commit
+	queue       func()                   // queues an append with the store; nil: the appender goroutine appends
+	observe     func(int, time.Duration) // a queued batch's size and time from the append's queueing to its commit
 
 	mu        sync.Mutex
 	stored    *sync.Cond // broadcast after each append, and when the appending ends
@@ -35,8 +36,8 @@ type groupCommit struct {
 	err       error // the first append error; every later add and flush fails with it
 	appending bool  // an append is in flight or an appender is running
 
-	flying [][]byte  // the queued batch in flight
-	sent   time.Time // when it was queued
+	flying [][]byte  // the batch the store took and has not stored yet
+	sent   time.Time // when the append in flight was queued
 	spare  [][]byte  // the previous batch's slice, for the next one
 
 	hurry chan struct{} // a flush waits: skip the linger
@@ -48,15 +49,17 @@ func newGroupCommit(appendBatch func([][]byte) error, linger time.Duration) *gro
 	return g
 }
 
-// queueWith makes g hand its batches to the queue that newQueue returns
-// for g's completion function (nil: the store does not queue, and the
-// appender goroutine stays). observe gets each batch's size and time to
-// commit. It is used only without a linger, before the first add.
-func (g *groupCommit) queueWith(newQueue func(done func(error) [][]byte) func([][]byte), observe func(int, time.Duration)) {
+// queueWith makes g queue its appends with the function that newQueue
+// returns for g's take and completion (nil: the store does not queue, and
+// the appender goroutine stays). observe gets each batch's size and time
+// from the append's queueing to its commit, as the appender's appends are
+// timed from their call. It is used only without a linger, before
+// the first add.
+func (g *groupCommit) queueWith(newQueue func(take func() [][]byte, done func(error) bool) func(), observe func(int, time.Duration)) {
 	if g.linger > 0 {
 		return
 	}
-	g.queue = newQueue(g.queuedDone)
+	g.queue = newQueue(g.take, g.queuedDone)
 	g.observe = observe
 }
 
@@ -93,36 +96,40 @@ func (g *groupCommit) add(entry []byte) error {
 		return nil
 	}
 	g.appending = true
-	if g.queue == nil {
-		g.mu.Unlock()
-		go g.appendQueued()
-		return nil
-	}
-	batch := g.take()
+	g.sent = time.Now()
 	g.mu.Unlock()
-	g.queue(batch) // its completion may run before this returns
+	if g.queue == nil {
+		go g.appendQueued()
+	} else {
+		g.queue() // its completion may run before this returns
+	}
 	return nil
 }
 
-// take makes what is queued the batch in flight.
+// take hands the store what is queued, as the batch of the append it is
+// running.
 func (g *groupCommit) take() [][]byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	batch := g.queued
 	g.queued, g.spare = g.spare[:0], nil
-	g.flying, g.sent = batch, time.Now()
+	g.flying = batch
 	return batch
 }
 
-// queuedDone is the completion of a queued batch: it records the outcome
-// and returns what queued meanwhile as the next batch. It runs on the
+// queuedDone is the completion of a queued append: it records the outcome
+// and asks for another append while entries are queued. It runs on the
 // store's writer (or in add, when the store refuses at once) and does not
 // block.
-func (g *groupCommit) queuedDone(err error) [][]byte {
+func (g *groupCommit) queuedDone(err error) (again bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.observe(len(g.flying), time.Since(g.sent))
-	g.pending -= len(g.flying)
-	clear(g.flying) // the store keeps no reference: let the entries go
-	g.spare, g.flying = g.flying[:0], nil
+	if g.flying != nil {
+		g.observe(len(g.flying), time.Since(g.sent))
+		g.pending -= len(g.flying)
+		clear(g.flying) // the store keeps no reference: let the entries go
+		g.spare, g.flying = g.flying[:0], nil
+	}
 	if err != nil && g.err == nil {
 		g.err = err
 	}
@@ -136,9 +143,10 @@ func (g *groupCommit) queuedDone(err error) [][]byte {
 	}
 	if len(g.queued) == 0 {
 		g.appending = false
-		return nil
+		return false
 	}
-	return g.take()
+	g.sent = time.Now()
+	return true
 }
 
 // flush waits until everything queued so far is stored, skipping the

@@ -185,97 +185,102 @@ func TestGroupCommitAppenderEndsWhenIdle(t *testing.T) {
 	}
 }
 
-// storeQueue is a store's queue for a groupCommit in queued mode: it holds
-// the batch in flight until the test completes it, as a store's writer
-// would, on another goroutine.
+// storeQueue is a store's queue for a groupCommit in queued mode: the
+// test runs the store's writer, taking a batch and completing the append.
 type storeQueue struct {
-	done     func(error) [][]byte
-	flying   chan [][]byte // the batch handed over, when queue is called
-	batches  [][]string    // completed batches, as they were when completed
+	take     func() [][]byte
+	done     func(error) bool
+	asked    chan struct{} // an append was queued (by add, or by a completion)
+	batches  [][]string    // the batches taken, as they were when taken
 	observed int           // entries reported to the metrics
 }
 
 func newQueuedCommit(t *testing.T) (*groupCommit, *storeQueue) {
-	q := &storeQueue{flying: make(chan [][]byte, 1)}
+	q := &storeQueue{asked: make(chan struct{}, 1)}
 	g := newGroupCommit(func([][]byte) error {
 		t.Error("the appender goroutine ran with a queueing store")
 		return nil
 	}, 0)
-	g.queueWith(func(done func(error) [][]byte) func([][]byte) {
-		q.done = done
-		return func(batch [][]byte) { q.flying <- batch }
+	g.queueWith(func(take func() [][]byte, done func(error) bool) func() {
+		q.take, q.done = take, done
+		return func() { q.asked <- struct{}{} }
 	}, func(n int, _ time.Duration) { q.observed += n })
 	t.Cleanup(func() {
-		if t.Failed() {
-			return
-		}
-		if len(q.flying) != 0 {
-			t.Error("a batch was left in flight")
+		if !t.Failed() && len(q.asked) != 0 {
+			t.Error("an append was left queued")
 		}
 	})
 	return g, q
 }
 
-// complete finishes the batch in flight with err, on a goroutine of its
-// own as the store's writer would, and returns the next batch done handed
-// back.
-func (q *storeQueue) complete(t *testing.T, err error) [][]byte {
+// takeNext runs the queued append's start: it takes the batch.
+func (q *storeQueue) takeNext(t *testing.T) []string {
 	t.Helper()
-	var batch [][]byte
 	select {
-	case batch = <-q.flying:
+	case <-q.asked:
 	case <-time.After(10 * time.Second):
-		t.Fatal("no batch in flight")
+		t.Fatal("no append queued")
 	}
 	var b []string
-	for _, e := range batch {
+	for _, e := range q.take() {
 		b = append(b, string(e))
 	}
 	q.batches = append(q.batches, b)
-	next := make(chan [][]byte)
-	go func() { next <- q.done(err) }()
-	n := <-next
-	if n != nil {
-		q.flying <- n
-	}
-	return n
+	return b
 }
 
-func TestGroupCommitQueuedBatchesWhatQueuesDuringAnAppend(t *testing.T) {
+// finish completes the append taken with err, on a goroutine of its own as
+// the store's writer would, and reports whether it asked to run again.
+func (q *storeQueue) finish(err error) bool {
+	again := make(chan bool)
+	go func() { again <- q.done(err) }()
+	if <-again {
+		q.asked <- struct{}{}
+		return true
+	}
+	return false
+}
+
+func TestGroupCommitQueuedTakesWhatQueuedUntilTheAppendRuns(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	g, q := newQueuedCommit(t)
-	if err := g.add([]byte("e0")); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i < maxUnstored; i++ {
+	for i := range 3 {
 		if err := g.add(fmt.Appendf(nil, "e%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if next := q.complete(t, nil); len(next) != maxUnstored-1 {
-		t.Fatalf("the first completion handed back %d entries, want the %d queued meanwhile", len(next), maxUnstored-1)
+	// One append queued for the three, which takes them all.
+	if b := q.takeNext(t); fmt.Sprint(b) != "[e0 e1 e2]" {
+		t.Fatalf("first batch %v", b)
 	}
-	if next := q.complete(t, nil); next != nil {
-		t.Fatalf("the last completion handed back %d entries", len(next))
+	// What is added while it is in flight is the next batch.
+	for i := 3; i < maxUnstored; i++ { // up to maxUnstored with three in flight
+		if err := g.add(fmt.Appendf(nil, "e%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !q.finish(nil) {
+		t.Fatal("the completion did not ask for another append with entries queued")
+	}
+	if b := q.takeNext(t); len(b) != maxUnstored-3 || b[0] != "e3" {
+		t.Fatalf("second batch %v", b)
+	}
+	if q.finish(nil) {
+		t.Fatal("the completion asked for another append with nothing queued")
 	}
 	if err := g.flush(); err != nil {
 		t.Fatal(err)
 	}
-	// The next add starts a batch again, in the slice of an earlier one:
-	// what that batch held must not show through.
+	// The next add queues an append again, its batch in an earlier
+	// batch's slice: what that held must not show through.
 	if err := g.add([]byte("later")); err != nil {
 		t.Fatal(err)
 	}
-	q.complete(t, nil)
+	if b := q.takeNext(t); fmt.Sprint(b) != "[later]" {
+		t.Fatalf("third batch %v", b)
+	}
+	q.finish(nil)
 	g.stop()
-	if len(q.batches) != 3 || len(q.batches[0]) != 1 || len(q.batches[1]) != maxUnstored-1 || fmt.Sprint(q.batches[2]) != "[later]" {
-		t.Fatalf("batches %v", q.batches)
-	}
-	for i, e := range q.batches[1] {
-		if e != fmt.Sprintf("e%d", i+1) {
-			t.Fatalf("entry %d is %s: order lost", i+1, e)
-		}
-	}
 	if q.observed != maxUnstored+1 {
 		t.Fatalf("metrics saw %d entries appended, want %d", q.observed, maxUnstored+1)
 	}
@@ -285,9 +290,10 @@ func TestGroupCommitQueuedFirstErrorSticks(t *testing.T) {
 	boom := errors.New("disk full")
 	g, q := newQueuedCommit(t)
 	_ = g.add([]byte("a"))
+	q.takeNext(t)
 	_ = g.add([]byte("b")) // queued behind the batch in flight
-	if next := q.complete(t, boom); next != nil {
-		t.Fatalf("a failed append handed back %d more entries", len(next))
+	if q.finish(boom) {
+		t.Fatal("a failed append asked for another")
 	}
 	if err := g.flush(); !errors.Is(err, boom) {
 		t.Fatalf("flush: %v", err)
@@ -299,6 +305,26 @@ func TestGroupCommitQueuedFirstErrorSticks(t *testing.T) {
 	if fmt.Sprint(q.batches) != "[[a]]" {
 		t.Fatalf("batches %v", q.batches)
 	}
+}
+
+// A store that refuses at once completes the append before taking
+// anything: the entries are dropped and the error sticks.
+func TestGroupCommitQueuedRefusedAtOnce(t *testing.T) {
+	boom := errors.New("store closed")
+	g := newGroupCommit(func([][]byte) error { return nil }, 0)
+	g.queueWith(func(_ func() [][]byte, done func(error) bool) func() {
+		return func() { done(boom) }
+	}, func(int, time.Duration) { t.Error("metrics for an append never taken") })
+	if err := g.add([]byte("a")); err != nil {
+		t.Fatal(err) // the refusal comes with the append, after add queued it
+	}
+	if err := g.flush(); !errors.Is(err, boom) {
+		t.Fatalf("flush: %v", err)
+	}
+	if err := g.add([]byte("b")); !errors.Is(err, boom) {
+		t.Fatalf("add after the refusal: %v", err)
+	}
+	g.stop()
 }
 
 func TestGroupCommitQueuedAddWaitsWhileTooMuchIsUnstored(t *testing.T) {
@@ -315,12 +341,13 @@ func TestGroupCommitQueuedAddWaitsWhileTooMuchIsUnstored(t *testing.T) {
 		t.Fatalf("add past %d unstored entries returned (%v) before any was stored", maxUnstored, err)
 	case <-time.After(100 * time.Millisecond): // watching for something that must not happen
 	}
-	q.complete(t, nil) // e0; e1... are handed back
+	q.takeNext(t)
+	q.finish(nil) // "over" is added after it: its add queues the next append
 	if err := <-added; err != nil {
 		t.Fatal(err)
 	}
-	for q.complete(t, nil) != nil {
-	}
+	q.takeNext(t)
+	q.finish(nil)
 	if err := g.flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +366,7 @@ func TestGroupCommitQueuedAddWaitsWhileTooMuchIsUnstored(t *testing.T) {
 func TestGroupCommitLingerKeepsTheAppender(t *testing.T) {
 	r := &recorder{}
 	g := newGroupCommit(r.append, time.Hour)
-	g.queueWith(func(func(error) [][]byte) func([][]byte) {
+	g.queueWith(func(func() [][]byte, func(error) bool) func() {
 		t.Fatal("queue asked for with a linger")
 		return nil
 	}, nil)

@@ -262,18 +262,18 @@ func (p *producer) newCommits() *groupCommit {
 	return g
 }
 
-// queueAppends returns a function that queues the run's batches with the
-// store, fenced as append is, each outcome going to done; nil when the
-// store does not queue appends.
-func (p *producer) queueAppends(done func(error) [][]byte) func([][]byte) {
+// queueAppends returns a function that queues an append of the run's
+// entries with the store, fenced as append is, taking its batch with take
+// and reporting to done; nil when the store does not queue appends.
+func (p *producer) queueAppends(take func() [][]byte, done func(error) bool) func() {
 	if p.fence != nil {
-		return p.fence.QueueAppends(done)
+		return p.fence.QueueAppends(take, done)
 	}
 	q, ok := p.store.(durable.QueuedAppender)
 	if !ok {
 		return nil
 	}
-	return func(batch [][]byte) { q.AppendQueued(p.runID, batch, durable.AppendOptions{}, done) }
+	return func() { q.AppendQueued(p.runID, durable.AppendOptions{}, take, done) }
 }
 
 // flush waits until every event emitted so far is stored.

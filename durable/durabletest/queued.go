@@ -4,40 +4,43 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/goai-sdk/goai/durable"
 )
 
-// outcomes collects the outcomes a queued append's done receives, and
-// hands out the next batches a test has lined up. done runs on the store's
-// goroutine, so it never blocks: outcomes are buffered.
-type outcomes struct {
-	got  chan error
-	next [][][]byte // the batches done returns, in turn
-	// sent is every batch handed to the store, so that the test can
-	// scribble over them once they are done with.
-	sent [][][]byte
+// producer is the caller's side of a queued append: take hands out the
+// batches lined up, in turn, and done collects the outcomes, asking for
+// another round while batches are left. Both run on the store's
+// goroutine, so they never block: outcomes are buffered.
+type producer struct {
+	lined [][][]byte // what take hands out, in turn
+	sent  [][][]byte // what take handed out
+	got   chan error
 }
 
-func newOutcomes(next ...[][]byte) *outcomes {
-	return &outcomes{got: make(chan error, len(next)+1), next: next}
+func newProducer(batches ...[][]byte) *producer {
+	return &producer{lined: batches, got: make(chan error, len(batches)+1)}
 }
 
-func (o *outcomes) done(err error) [][]byte {
-	var b [][]byte
-	if len(o.next) > 0 {
-		b, o.next = o.next[0], o.next[1:]
-		o.sent = append(o.sent, b)
-	}
-	o.got <- err
+func (p *producer) take() [][]byte {
+	b := p.lined[0]
+	p.lined = p.lined[1:]
+	p.sent = append(p.sent, b)
 	return b
 }
 
+func (p *producer) done(err error) bool {
+	again := err == nil && len(p.lined) > 0
+	p.got <- err
+	return again
+}
+
 // wait returns the next outcome.
-func (o *outcomes) wait(t *testing.T) error {
+func (p *producer) wait(t *testing.T) error {
 	t.Helper()
 	select {
-	case err := <-o.got:
+	case err := <-p.got:
 		return err
 	case <-ctxT(t).Done():
 		t.Fatal("a queued append got no outcome")
@@ -52,18 +55,19 @@ func QueuedAppends(t *testing.T, newStore func(t *testing.T) durable.Store) {
 		leakCheck(t)
 		s := newStore(t)
 		q := s.(durable.QueuedAppender)
-		first := evs(0, 1)
-		o := newOutcomes(evs(1, 3), evs(4, 1), evs(5, 2))
-		o.sent = append(o.sent, first)
-		q.AppendQueued("queued", first, durable.AppendOptions{}, o.done)
+		p := newProducer(evs(0, 1), evs(1, 3), evs(4, 1), evs(5, 2))
+		q.AppendQueued("queued", durable.AppendOptions{}, p.take, p.done)
 		for i := range 4 {
-			if err := o.wait(t); err != nil {
+			if err := p.wait(t); err != nil {
 				t.Fatalf("batch %d: %v", i, err)
 			}
 		}
+		if len(p.lined) != 0 {
+			t.Fatalf("%d batches never taken", len(p.lined))
+		}
 		// The store keeps no batch once its done has run: scribbling over
 		// every entry handed to it changes nothing stored.
-		for _, b := range o.sent {
+		for _, b := range p.sent {
 			for _, e := range b {
 				for i := range e {
 					e[i] = 'X'
@@ -86,9 +90,9 @@ func QueuedAppends(t *testing.T, newStore func(t *testing.T) durable.Store) {
 		s := newStore(t)
 		q := s.(durable.QueuedAppender)
 		mustAppend(t, s, "mixed", evs(0, 2))
-		o := newOutcomes()
-		q.AppendQueued("mixed", evs(2, 2), durable.AppendOptions{}, o.done)
-		if err := o.wait(t); err != nil {
+		p := newProducer(evs(2, 2))
+		q.AppendQueued("mixed", durable.AppendOptions{}, p.take, p.done)
+		if err := p.wait(t); err != nil {
 			t.Fatal(err)
 		}
 		offs := mustAppend(t, s, "mixed", evs(4, 1))
@@ -104,23 +108,26 @@ func QueuedAppends(t *testing.T, newStore func(t *testing.T) durable.Store) {
 		s := newStore(t)
 		q := s.(durable.QueuedAppender)
 
-		// A closed log refuses the batch and the one done returns next.
+		// A closed log refuses the batch, and the append is not queued
+		// again whatever done says.
 		mustAppend(t, s, "closed", evs(0, 1))
 		mustClose(t, s, "closed")
-		o := newOutcomes(evs(1, 1))
-		q.AppendQueued("closed", evs(1, 1), durable.AppendOptions{}, o.done)
-		for i := range 2 {
-			if err := o.wait(t); !errors.Is(err, durable.ErrLogClosed) {
-				t.Fatalf("batch %d on a closed log: %v, want ErrLogClosed", i, err)
-			}
+		p := newProducer(evs(1, 1), evs(2, 1))
+		insist := func(err error) bool { p.got <- err; return true }
+		q.AppendQueued("closed", durable.AppendOptions{}, p.take, insist)
+		if err := p.wait(t); !errors.Is(err, durable.ErrLogClosed) {
+			t.Fatalf("a closed log: %v, want ErrLogClosed", err)
 		}
 		equalData(t, "closed log", datas(mustSnapshot(t, s, "closed")), evs(0, 1))
 
-		// A bad run id is refused, before the store is involved.
-		o = newOutcomes()
-		q.AppendQueued("bad\nid", evs(0, 1), durable.AppendOptions{}, o.done)
-		if err := o.wait(t); err == nil {
+		// A bad run id is refused at once, before anything is taken.
+		p = newProducer(evs(0, 1))
+		q.AppendQueued("bad\nid", durable.AppendOptions{}, p.take, p.done)
+		if err := p.wait(t); err == nil {
 			t.Fatal("a run id with a newline was accepted")
+		}
+		if len(p.sent) != 0 {
+			t.Fatal("a refused append took its batch")
 		}
 
 		// An append fenced with a stale epoch stores nothing.
@@ -133,14 +140,20 @@ func QueuedAppends(t *testing.T, newStore func(t *testing.T) durable.Store) {
 		if _, err := s.Claim(ctx, "fenced"); err != nil {
 			t.Fatal(err)
 		}
-		o = newOutcomes()
-		q.AppendQueued("fenced", evs(0, 1), durable.AppendOptions{Epoch: old.Epoch}, o.done)
+		p = newProducer(evs(0, 1))
+		q.AppendQueued("fenced", durable.AppendOptions{Epoch: old.Epoch}, p.take, insist)
 		var lost *durable.ClaimLostError
-		if err := o.wait(t); !errors.As(err, &lost) {
+		if err := p.wait(t); !errors.As(err, &lost) {
 			t.Fatalf("stale epoch: %v, want a *ClaimLostError", err)
 		}
 		if got := mustSnapshot(t, s, "fenced"); len(got) != 0 {
 			t.Fatalf("a stale epoch stored %d entries", len(got))
+		}
+		// The store ignores a done that asks again after the error.
+		select {
+		case err := <-p.got:
+			t.Fatalf("another outcome after a refusal: %v", err)
+		case <-time.After(quiet):
 		}
 	})
 
@@ -154,29 +167,33 @@ func QueuedAppends(t *testing.T, newStore func(t *testing.T) durable.Store) {
 			t.Fatal(err)
 		}
 		f := durable.NewFence(s, claim, testLogger(t))
-		o := newOutcomes()
-		queue := f.QueueAppends(o.done)
+		p := newProducer(evs(0, 2), evs(2, 1), evs(3, 1))
+		once := func(err error) bool { p.got <- err; return false } // a round per queue()
+		queue := f.QueueAppends(p.take, once)
 		if queue == nil {
 			t.Fatal("QueueAppends returned nil for a QueuedAppender")
 		}
-		queue(evs(0, 2))
-		if err := o.wait(t); err != nil {
+		queue()
+		if err := p.wait(t); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Claim(ctx, "f"); err != nil {
 			t.Fatal(err)
 		}
-		queue(evs(2, 1))
-		if err := o.wait(t); !errors.Is(err, durable.ErrClaimLost) {
+		queue()
+		if err := p.wait(t); !errors.Is(err, durable.ErrClaimLost) {
 			t.Fatalf("after a successor's claim: %v, want ErrClaimLost", err)
 		}
-		// The loss latched: the next batch fails without the store.
+		// The loss latched: the next append fails without the store.
 		if f.Lost() == nil {
 			t.Fatal("the fence did not latch the lost claim")
 		}
-		queue(evs(3, 1))
-		if err := o.wait(t); !errors.Is(err, durable.ErrClaimLost) {
+		queue()
+		if err := p.wait(t); !errors.Is(err, durable.ErrClaimLost) {
 			t.Fatalf("after the latch: %v, want ErrClaimLost", err)
+		}
+		if len(p.sent) != 2 {
+			t.Fatalf("%d batches taken, want 2 (none after the latch)", len(p.sent))
 		}
 		equalData(t, "entries", datas(mustSnapshot(t, s, "f")), evs(0, 2))
 	})
@@ -186,18 +203,18 @@ func QueuedAppends(t *testing.T, newStore func(t *testing.T) durable.Store) {
 		s := newStore(t)
 		q := s.(durable.QueuedAppender)
 		const logs, batches = 8, 20
-		all := make([]*outcomes, logs)
+		all := make([]*producer, logs)
 		for l := range logs {
-			var next [][][]byte
-			for b := 1; b < batches; b++ {
-				next = append(next, evs(b, 1))
-			}
-			all[l] = newOutcomes(next...)
-			q.AppendQueued(fmt.Sprint("log-", l), evs(0, 1), durable.AppendOptions{}, all[l].done)
-		}
-		for l, o := range all {
+			var lined [][][]byte
 			for b := range batches {
-				if err := o.wait(t); err != nil {
+				lined = append(lined, evs(b, 1))
+			}
+			all[l] = newProducer(lined...)
+			q.AppendQueued(fmt.Sprint("log-", l), durable.AppendOptions{}, all[l].take, all[l].done)
+		}
+		for l, p := range all {
+			for b := range batches {
+				if err := p.wait(t); err != nil {
 					t.Fatalf("log %d batch %d: %v", l, b, err)
 				}
 			}

@@ -89,3 +89,49 @@ func TestGroupFailureIsolated(t *testing.T) {
 		t.Fatalf("closed log gained %d entries", len(got))
 	}
 }
+
+// A queued append takes its batch when it runs, not when it is queued:
+// what the producer adds while the writer is busy goes in the same append.
+func TestQueuedAppendTakesItsBatchWhenItRuns(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "durable.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	hold, held := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = s.exec(context.Background(), noRun, func(*writeTx) error { close(held); <-hold; return nil })
+	}()
+	<-held // the writer is busy
+	var mu sync.Mutex
+	queued := [][]byte{[]byte(`{"n":0}`)}
+	var taken [][][]byte
+	take := func() [][]byte {
+		mu.Lock()
+		defer mu.Unlock()
+		b := queued
+		queued = nil
+		taken = append(taken, b)
+		return b
+	}
+	outcome := make(chan error, 1)
+	s.AppendQueued("r", durable.AppendOptions{}, take, func(err error) bool { outcome <- err; return false })
+	for i := 1; i < 5; i++ {
+		mu.Lock()
+		queued = append(queued, fmt.Appendf(nil, `{"n":%d}`, i))
+		mu.Unlock()
+	}
+	close(hold)
+	if err := <-outcome; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(taken) != 1 || len(taken[0]) != 5 {
+		t.Fatalf("taken %d batches, the first of %d entries; want one of 5", len(taken), len(taken[0]))
+	}
+	es, err := s.Snapshot(context.Background(), "r")
+	if err != nil || len(es) != 5 {
+		t.Fatalf("%d entries stored, %v", len(es), err)
+	}
+}

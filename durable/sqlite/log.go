@@ -38,21 +38,29 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 }
 
 // AppendQueued implements durable.QueuedAppender.
-func (s *Store) AppendQueued(runID string, batch [][]byte, opts durable.AppendOptions, done func(error) [][]byte) {
-	for len(batch) > 0 {
-		err := durable.CheckRunID(runID)
-		if err == nil {
-			err = s.enqueue(&op{wake: runID, app: appendJob{runID: runID, batch: batch, opts: opts, then: done}})
-			if err == nil {
-				return
-			}
-		}
-		batch = done(err)
+func (s *Store) AppendQueued(runID string, opts durable.AppendOptions, take func() [][]byte, done func(error) bool) {
+	err := durable.CheckRunID(runID)
+	if err == nil {
+		err = s.enqueue(&op{wake: runID, app: appendJob{runID: runID, opts: opts, take: take, then: done}})
+	}
+	if err != nil {
+		done(err)
 	}
 }
 
 // appendJob runs the append of an op.
+//
+// A queued append takes its batch now, as late as it can, and keeps it:
+// when the group fails and each op runs again alone, the same batch is
+// appended.
 func (s *Store) appendJob(tx *writeTx, a *appendJob) (err error) {
+	if a.take != nil && a.batch == nil {
+		a.batch = a.take()
+	}
+	if len(a.batch) == 0 {
+		a.first, a.n, a.stored, a.entry = 0, 0, false, nil
+		return nil
+	}
 	a.first, a.n, a.stored, a.entry, err = s.appendTx(tx, a.runID, a.batch, a.opts, s.opts.Now())
 	return err
 }

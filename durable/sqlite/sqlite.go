@@ -92,7 +92,7 @@ type Store struct {
 	tail    tail.Reader
 	st      stmts
 	jt      journalTails // the writer goroutine's
-	next    []*op        // the writer goroutine's: queued appends' next batches
+	next    []*op        // the writer goroutine's: queued appends to run again
 
 	mu     sync.RWMutex // guards closed against sends on ops
 	closed bool
@@ -129,7 +129,8 @@ type appendJob struct {
 	runID string
 	batch [][]byte
 	opts  durable.AppendOptions
-	then  func(error) [][]byte // AppendQueued's done
+	take  func() [][]byte  // AppendQueued's: the batch, taken when the op runs
+	then  func(error) bool // AppendQueued's done
 
 	first, n int64  // the stored seqs, set by the op
 	stored   bool   // false: a repeat of an idempotent append
@@ -412,20 +413,19 @@ func (s *Store) enqueue(o *op) error {
 	return nil
 }
 
-// complete hands o its outcome. A queued append's next batch, if its then
-// returns one, becomes an op that the writer runs before anything it has
-// not taken from its queue yet; o itself is reused for it, since nothing
+// complete hands o its outcome. A queued append whose then asks for it
+// runs again, as an op that the writer runs before anything it has not
+// taken from its queue yet; o itself is reused for it, since nothing
 // refers to it any more.
 func (s *Store) complete(o *op, err error) {
 	if o.done != nil {
 		o.done <- err
 		return
 	}
-	next := o.app.then(err)
-	if len(next) == 0 {
+	if !o.app.then(err) || err != nil {
 		return
 	}
-	o.app = appendJob{runID: o.app.runID, batch: next, opts: o.app.opts, then: o.app.then}
+	o.app = appendJob{runID: o.app.runID, opts: o.app.opts, take: o.app.take, then: o.app.then}
 	s.next = append(s.next, o)
 }
 

@@ -467,16 +467,16 @@ func TestShutdownFinishesQueuedAppends(t *testing.T) {
 	}
 	const batches = 50
 	outcomes := make(chan error, batches)
-	sent := 1
-	done := func(err error) [][]byte {
-		outcomes <- err
-		if err != nil || sent == batches {
-			return nil
-		}
+	sent := 0
+	take := func() [][]byte {
 		sent++
 		return [][]byte{fmt.Appendf(nil, `{"n":%d}`, sent)}
 	}
-	s.AppendQueued("r", [][]byte{[]byte(`{"n":1}`)}, durable.AppendOptions{}, done)
+	done := func(err error) bool {
+		outcomes <- err
+		return sent < batches
+	}
+	s.AppendQueued("r", durable.AppendOptions{}, take, done)
 	if err := s.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +491,7 @@ func TestShutdownFinishesQueuedAppends(t *testing.T) {
 		}
 	}
 	var refused error
-	s.AppendQueued("r", [][]byte{[]byte(`{}`)}, durable.AppendOptions{}, func(err error) [][]byte { refused = err; return nil })
+	s.AppendQueued("r", durable.AppendOptions{}, take, func(err error) bool { refused = err; return true })
 	if !errors.Is(refused, durable.ErrStoreClosed) {
 		t.Fatalf("append queued after Shutdown: %v, want ErrStoreClosed at once", refused)
 	}
