@@ -104,34 +104,6 @@ type Log interface {
 	Snapshot(ctx context.Context, runID string) ([]Entry, error)
 }
 
-// WithCaughtUp returns a context that asks a Read made with it to call
-// caughtUp, on the reading goroutine, each time the read has yielded every
-// entry it found and is about to wait for more, as net/http/httptrace
-// carries a request's hooks. A reader that batches its output (a response
-// gathering frames) then knows when to send it, without a goroutine of its
-// own to watch for the pause. Logs that honour it say so
-// (CaughtUpReporter).
-func WithCaughtUp(ctx context.Context, caughtUp func()) context.Context {
-	return context.WithValue(ctx, caughtUpKey{}, caughtUp)
-}
-
-type caughtUpKey struct{}
-
-// CaughtUpHook returns the hook WithCaughtUp set on ctx, or nil; for Log
-// implementations.
-func CaughtUpHook(ctx context.Context) func() {
-	f, _ := ctx.Value(caughtUpKey{}).(func())
-	return f
-}
-
-// CaughtUpReporter is implemented by logs whose reads call the hook of
-// WithCaughtUp. A wrapper of such a log whose Read does not read through
-// the wrapped Read with its context must not implement it (by embedding):
-// a reader relying on the hook would wait for it.
-type CaughtUpReporter interface {
-	ReportsCaughtUp()
-}
-
 // QueuedAppender is implemented by logs that can take an append without a
 // goroutine waiting for its commit. A producer that appends one token at a
 // time otherwise needs a goroutine per append to keep its model from

@@ -82,7 +82,6 @@ var _ interface {
 	Leaser
 	ThreadStore
 	RequestStore
-	CaughtUpReporter
 } = (*Memory)(nil)
 
 // NewMemory returns an empty Memory. opts may be nil.
@@ -249,7 +248,6 @@ func (m *Memory) Snapshot(ctx context.Context, runID string) ([]Entry, error) {
 
 // Read implements Log.
 func (m *Memory) Read(ctx context.Context, runID, after string) iter.Seq2[Entry, error] {
-	caughtUp := CaughtUpHook(ctx)
 	return func(yield func(Entry, error) bool) {
 		pos, err := m.start(ctx, runID, after)
 		if err != nil {
@@ -285,9 +283,6 @@ func (m *Memory) Read(ctx context.Context, runID, after string) iter.Seq2[Entry,
 			if closed {
 				return
 			}
-			if caughtUp != nil {
-				caughtUp()
-			}
 			select {
 			case <-changed:
 			case <-ctx.Done():
@@ -296,9 +291,6 @@ func (m *Memory) Read(ctx context.Context, runID, after string) iter.Seq2[Entry,
 		}
 	}
 }
-
-// ReportsCaughtUp implements CaughtUpReporter.
-func (m *Memory) ReportsCaughtUp() {}
 
 // errQuiet ends a read without an error (its context is done).
 var errQuiet = fmt.Errorf("durable: read cancelled")

@@ -130,11 +130,8 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after 
 	ended := false
 	defer h.attachReader(r, runID)(&ended)
 	ls := &logStream{w: w, format: format}
-	if _, ok := h.cfg.Store.(durable.CaughtUpReporter); ok {
-		ls.caughtUp = ls.flush
-	}
 	defer ls.stop()
-	err := h.readLog(r.Context(), runID, after, ls.send, ls.caughtUp)
+	err := h.readLog(r.Context(), runID, after, ls.send)
 	ended = h.endLog(r, ls, runID, after, disc, err)
 }
 
@@ -144,82 +141,22 @@ func badOffset(w http.ResponseWriter, runID, after string) {
 
 // logStream is the response of a log read: it starts with the first entry,
 // so that an error before it still gets a status.
-//
-// When the store's reads say when they have caught up with the log
-// (durable.CaughtUpReporter), the handler writes the response itself: frames
-// gather in buf and are sent when the read has caught up (or buf is full),
-// so the entries found together go out in one write and a lone entry goes
-// out at once. Otherwise a sender (streamWriter) does, started for each
-// burst: a goroutine more per paced token.
 type logStream struct {
-	w        http.ResponseWriter
-	format   agui.Format
-	caughtUp func() // flush, when the store reports catching up; nil: a sender
-	started  bool   // the response's status and headers are written
-	sw       *streamWriter
-	rc       *http.ResponseController
-	buf      []byte
-	err      error // the first write or flush error: the client is gone
+	w      http.ResponseWriter
+	format agui.Format
+	sw     *streamWriter // nil until the first entry
+	buf    []byte
+	gone   bool // a write failed: the client is gone
 }
-
-// directFlush is how many bytes of frames a handler gathers before it
-// writes them without waiting for the read to catch up.
-const directFlush = 4 << 10
 
 func (ls *logStream) send(e durable.Entry) error {
-	if !ls.started {
-		ls.started = true
-		setStreamHeaders(ls.w, ls.format)
-		ls.w.WriteHeader(http.StatusOK)
-		if ls.caughtUp == nil {
-			ls.sw = newStreamWriter(ls.w)
-		} else {
-			ls.rc = http.NewResponseController(ls.w)
-		}
+	if ls.sw == nil {
+		ls.sw = startStream(ls.w, ls.format)
 	}
-	if ls.sw != nil {
-		ls.buf = agui.AppendFrame(ls.buf[:0], ls.format, e.Offset, e.Data)
-		_, err := ls.sw.Write(ls.buf)
-		if err != nil && ls.err == nil {
-			ls.err = err
-		}
-		return err
-	}
-	if ls.err != nil {
-		return ls.err
-	}
-	ls.buf = agui.AppendFrame(ls.buf, ls.format, e.Offset, e.Data)
-	if len(ls.buf) >= directFlush {
-		ls.flush()
-	}
-	return ls.err
-}
-
-// flush writes and flushes the frames gathered (the handler writes the
-// response itself).
-func (ls *logStream) flush() {
-	if len(ls.buf) == 0 || ls.err != nil {
-		return
-	}
-	_, err := ls.w.Write(ls.buf)
-	if err == nil {
-		err = ls.rc.Flush()
-	}
-	ls.buf = ls.buf[:0]
-	ls.err = err
-}
-
-// finish sends what is gathered or queued and reports whether the client
-// is gone.
-func (ls *logStream) finish() error {
-	if ls.sw != nil {
-		if err := ls.sw.Close(); err != nil && ls.err == nil {
-			ls.err = err
-		}
-	} else if ls.started {
-		ls.flush()
-	}
-	return ls.err
+	ls.buf = agui.AppendFrame(ls.buf[:0], ls.format, e.Offset, e.Data)
+	_, err := ls.sw.Write(ls.buf)
+	ls.gone = err != nil
+	return err
 }
 
 // stop stops the sender; a no-op once endLog closed it (deferred, it
@@ -234,29 +171,39 @@ func (ls *logStream) stop() {
 // elsewhere, then answers what went wrong, or notifies disc of a client
 // gone. It reports whether the log was read to its end.
 func (h *Handler) endLog(r *http.Request, ls *logStream, runID, after string, disc *chat.RunDisconnect, err error) (ended bool) {
-	for grace := time.Now().Add(startGrace); !ls.started && errors.Is(err, durable.ErrRunNotFound) &&
+	for grace := time.Now().Add(startGrace); ls.sw == nil && errors.Is(err, durable.ErrRunNotFound) &&
 		after == durable.FromStart && h.startingElsewhere(r.Context(), runID, grace); {
-		err = h.readLog(r.Context(), runID, after, ls.send, ls.caughtUp)
+		err = h.readLog(r.Context(), runID, after, ls.send)
 	}
-	gone := ls.finish() != nil
+	if ls.sw != nil && ls.sw.Close() != nil {
+		ls.gone = true
+	}
 	switch {
-	case gone || r.Context().Err() != nil:
+	case ls.gone || r.Context().Err() != nil:
 		// The client is gone: a failed write or flush ends delivery.
 		if disc != nil {
 			disc.Notify()
 		}
-	case err != nil && ls.started:
+	case err != nil && ls.sw != nil:
 		h.cfg.Logger.Error("reading the run log", "runId", runID, "error", err)
 	case err != nil:
 		writeLogError(ls.w, runID, err)
 	default:
-		if !ls.started { // an empty log: headers only
+		if ls.sw == nil { // an empty log: headers only
 			setStreamHeaders(ls.w, ls.format)
 			ls.w.WriteHeader(http.StatusOK)
 		}
 		return true
 	}
 	return false
+}
+
+// startStream answers 200 with the stream headers of format and starts the
+// response's sender.
+func startStream(w http.ResponseWriter, format agui.Format) *streamWriter {
+	setStreamHeaders(w, format)
+	w.WriteHeader(http.StatusOK)
+	return newStreamWriter(w)
 }
 
 // attachReader counts a reader of runID (un-stamping the run if it was
@@ -282,11 +229,8 @@ func (h *Handler) attachReader(r *http.Request, runID string) (leave func(ended 
 // than corrupting a client's cursor. Logs are totally ordered, so a repeat
 // shows as the previous offset again (e.g. re-yielded after a wake-up);
 // only that one is kept, so a long catch-up costs no memory.
-func (h *Handler) readLog(ctx context.Context, runID, after string, send func(durable.Entry) error, caughtUp func()) error {
+func (h *Handler) readLog(ctx context.Context, runID, after string, send func(durable.Entry) error) error {
 	prev := after
-	if caughtUp != nil {
-		ctx = durable.WithCaughtUp(ctx, caughtUp)
-	}
 	for e, err := range h.cfg.Store.Read(ctx, runID, after) {
 		if err != nil {
 			return err

@@ -637,52 +637,6 @@ func Run(t *testing.T, newLog func(t *testing.T) durable.Log, opts *Options) {
 		}
 		equalData(t, "read entries", datas(all), want)
 	})
-
-	sub("caught_up_hook_before_each_wait", func(t *testing.T, l durable.Log) {
-		if _, ok := l.(durable.CaughtUpReporter); !ok {
-			t.Skip("the log does not report catching up")
-		}
-		// The hook runs on the reading goroutine: yielded needs no lock.
-		yielded := 0
-		caughtUp := make(chan int, 16)
-		ctx, cancel := context.WithCancel(durable.WithCaughtUp(ctxT(t), func() { caughtUp <- yielded }))
-		defer cancel()
-		mustAppend(t, l, runA, evs(0, 3))
-		ended := make(chan error, 1)
-		go func() {
-			for _, err := range l.Read(ctx, runA, durable.FromStart) {
-				if err != nil {
-					ended <- err
-					return
-				}
-				yielded++
-			}
-			ended <- nil
-		}()
-		next := func(want int) {
-			t.Helper()
-			select {
-			case n := <-caughtUp:
-				if n != want {
-					t.Fatalf("caught up after %d entries, want %d", n, want)
-				}
-			case <-time.After(wait):
-				t.Fatalf("no catching up reported after %d entries", want)
-			}
-		}
-		next(3)
-		mustAppend(t, l, runA, evs(3, 2))
-		next(5)
-		mustClose(t, l, runA)
-		select {
-		case err := <-ended:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(wait):
-			t.Fatal("the read did not end with the log")
-		}
-	})
 }
 
 // ReadAcrossInstances checks that a read on local, fed by local's own

@@ -142,9 +142,6 @@ func (s *Store) Read(ctx context.Context, runID, after string) iter.Seq2[durable
 	return s.tail.Read(ctx, runID, after)
 }
 
-// ReportsCaughtUp implements durable.CaughtUpReporter.
-func (s *Store) ReportsCaughtUp() {}
-
 // Prune implements durable.Pruner.
 func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	if err := s.checkOpen(); err != nil {

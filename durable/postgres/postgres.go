@@ -77,7 +77,6 @@ var _ interface {
 	durable.Pruner
 	durable.Leaser
 	durable.ThreadStore
-	durable.CaughtUpReporter
 } = (*Store)(nil)
 
 const schema = `

@@ -302,9 +302,6 @@ func (s *Store) Read(ctx context.Context, runID, after string) iter.Seq2[durable
 	return s.tail.Read(ctx, runID, after)
 }
 
-// ReportsCaughtUp implements durable.CaughtUpReporter.
-func (s *Store) ReportsCaughtUp() {}
-
 // Upsert implements durable.Upserter.
 func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entry) ([]string, error) {
 	if err := durable.CheckRunID(runID); err != nil {

@@ -105,7 +105,6 @@ var _ interface {
 	durable.Leaser
 	durable.ThreadStore
 	durable.QueuedAppender
-	durable.CaughtUpReporter
 } = (*Store)(nil)
 
 // op is one write request run by the writer goroutine in a group

@@ -68,10 +68,8 @@ func (t *Reader) fetch(ctx context.Context, runID string, after int64, limit int
 	})
 }
 
-// Read implements durable.Log.Read, calling the hook of
-// durable.WithCaughtUp before each wait for entries not yet stored.
+// Read implements durable.Log.Read.
 func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durable.Entry, error] {
-	caughtUp := durable.CaughtUpHook(ctx)
 	return func(yield func(durable.Entry, error) bool) {
 		pos, err := t.start(ctx, runID, after)
 		if err != nil {
@@ -120,9 +118,6 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 				return
 			}
 			if quiet {
-				if caughtUp != nil {
-					caughtUp()
-				}
 				ok := t.park(ctx, wake, nil)
 				w.Release()
 				if !ok {
@@ -155,9 +150,6 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 			case st.Closed:
 				w.Release()
 				return
-			}
-			if caughtUp != nil {
-				caughtUp()
 			}
 			ok := t.park(ctx, wake, nil)
 			w.Release()
