@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,5 +134,49 @@ func TestQueuedAppendTakesItsBatchWhenItRuns(t *testing.T) {
 	es, err := s.Snapshot(context.Background(), "r")
 	if err != nil || len(es) != 5 {
 		t.Fatalf("%d entries stored, %v", len(es), err)
+	}
+}
+
+// Producers whose queued appends keep asking for another round do not
+// starve the other writes: a round is queued behind what waits already.
+func TestQueuedAppendsDoNotStarveOtherWrites(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "durable.db"), &Options{MaxGroup: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	var stop atomic.Bool
+	var rounds atomic.Int64
+	var wg sync.WaitGroup
+	for p := range 20 {
+		wg.Add(1)
+		take := func() [][]byte { return [][]byte{[]byte(`{"type":"CUSTOM"}`)} }
+		done := func(err error) bool {
+			rounds.Add(1)
+			if err != nil || stop.Load() {
+				wg.Done()
+				return false
+			}
+			return true
+		}
+		s.AppendQueued(fmt.Sprint("busy-", p), durable.AppendOptions{}, take, done)
+	}
+	for rounds.Load() < 100 { // every producer is going round
+		time.Sleep(time.Millisecond)
+	}
+	appended := make(chan error, 1)
+	go func() {
+		_, err := s.Append(context.Background(), "other", [][]byte{[]byte(`{}`)})
+		appended <- err
+	}()
+	select {
+	case err = <-appended:
+	case <-time.After(30 * time.Second): // a hang guard
+		err = errors.New("starved while the queued appends went round")
+	}
+	stop.Store(true)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("an append beside endless queued appends: %v", err)
 	}
 }

@@ -49,14 +49,23 @@ func (h *journalHarness) append(run string) {
 	h.want[run] = append(h.want[run], e)
 }
 
-// settle waits until the writer has finished what it does after the
-// appends so far (a compaction runs right after the commit that fills the
-// journal, before the writer takes its next write).
+// settle waits until the writer has compacted the journal the appends so
+// far filled. A compaction runs after the commit that fills the journal
+// unless a write is waiting: this write, if it was queued first, and the
+// compaction then follows its commit. So it asks the writer, in a write,
+// until the writer's count of journal rows is below the journal's size.
 func (h *journalHarness) settle() {
 	h.t.Helper()
-	if err := h.s.exec(context.Background(), noRun, func(*writeTx) error { return nil }); err != nil {
-		h.t.Fatal(err)
+	for range 100 {
+		var rows int
+		if err := h.s.exec(context.Background(), noRun, func(*writeTx) error { rows = h.s.jt.rows; return nil }); err != nil {
+			h.t.Fatal(err)
+		}
+		if rows < h.s.opts.JournalRows {
+			return
+		}
 	}
+	h.t.Fatal("the writer never compacted the full journal")
 }
 
 // fill appends the journal's size in rows (two runs interleaved), which

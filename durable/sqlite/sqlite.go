@@ -92,7 +92,10 @@ type Store struct {
 	tail    tail.Reader
 	st      stmts
 	jt      journalTails // the writer goroutine's
-	next    []*op        // the writer goroutine's: queued appends to run again
+	// The writer goroutine's own queue, ahead of ops: queued appends run
+	// again (AppendQueued), behind the writes drained from ops before them.
+	backlog     []*op
+	backlogHead int
 
 	mu     sync.RWMutex // guards closed against sends on ops
 	closed bool
@@ -413,9 +416,8 @@ func (s *Store) enqueue(o *op) error {
 }
 
 // complete hands o its outcome. A queued append whose then asks for it
-// runs again, as an op that the writer runs before anything it has not
-// taken from its queue yet; o itself is reused for it, since nothing
-// refers to it any more.
+// is queued again, in the writer's backlog; o itself is reused for it,
+// since nothing refers to it any more.
 func (s *Store) complete(o *op, err error) {
 	if o.done != nil {
 		o.done <- err
@@ -425,20 +427,42 @@ func (s *Store) complete(o *op, err error) {
 		return
 	}
 	o.app = appendJob{runID: o.app.runID, opts: o.app.opts, take: o.app.take, then: o.app.then}
-	s.next = append(s.next, o)
+	// Behind every write queued before it: with thousands of producers
+	// appending, their next rounds would otherwise fill every group and
+	// starve the other writes (a lease renewal timed out behind them).
+	s.drain()
+	s.backlog = append(s.backlog, o)
 }
 
-// takeNext adds the queued appends' next batches to group, up to
+// drain moves the writes waiting in ops to the backlog.
+func (s *Store) drain() {
+	for {
+		select {
+		case o := <-s.ops:
+			s.backlog = append(s.backlog, o)
+		default:
+			return
+		}
+	}
+}
+
+// backlogged is how many writes the backlog holds.
+func (s *Store) backlogged() int { return len(s.backlog) - s.backlogHead }
+
+// takeBacklog adds the backlog's first writes to group, up to
 // Options.MaxGroup.
-func (s *Store) takeNext(group []*op) []*op {
-	n := min(len(s.next), s.opts.MaxGroup-len(group))
+func (s *Store) takeBacklog(group []*op) []*op {
+	n := min(s.backlogged(), s.opts.MaxGroup-len(group))
 	if n <= 0 {
 		return group
 	}
-	group = append(group, s.next[:n]...)
-	rest := copy(s.next, s.next[n:])
-	clear(s.next[rest:])
-	s.next = s.next[:rest]
+	taken := s.backlog[s.backlogHead : s.backlogHead+n]
+	group = append(group, taken...)
+	clear(taken)
+	s.backlogHead += n
+	if s.backlogHead == len(s.backlog) {
+		s.backlog, s.backlogHead = s.backlog[:0], 0
+	}
 	return group
 }
 
@@ -449,7 +473,7 @@ func (s *Store) writer() {
 	g.timer.Stop()
 	for {
 		group = group[:0]
-		if len(s.next) == 0 {
+		if s.backlogged() == 0 {
 			select {
 			case o := <-s.ops:
 				group = append(group, o)
@@ -458,7 +482,7 @@ func (s *Store) writer() {
 				return
 			}
 		}
-		group = s.takeNext(group)
+		group = s.takeBacklog(group)
 		group = s.gather(group, &g)
 		if len(s.ops) == 0 {
 			// Let the goroutines that are ready run first: a paced
@@ -481,7 +505,7 @@ func (s *Store) writer() {
 		s.commit(group)
 		// Compact when no write waits, unless the journal has grown well
 		// past its size: a compaction holds the writes queued behind it.
-		if n := s.jt.rows; n >= s.opts.JournalRows && (len(s.ops) == 0 && len(s.next) == 0 || n >= 4*s.opts.JournalRows) {
+		if n := s.jt.rows; n >= s.opts.JournalRows && (len(s.ops) == 0 && s.backlogged() == 0 || n >= 4*s.opts.JournalRows) {
 			if err := s.compactJournal(); err != nil {
 				// Readers read the journal as well: nothing is lost, and
 				// the next commit tries again.
@@ -536,7 +560,7 @@ func (s *Store) gather(group []*op, g *gapper) []*op {
 // compacts the journal.
 func (s *Store) finishQueued(group []*op) {
 	for {
-		group = s.takeNext(group)
+		group = s.takeBacklog(group)
 		select {
 		case o := <-s.ops:
 			group = append(group, o)
