@@ -115,10 +115,11 @@ type QueuedAppender interface {
 	// a producer's entries gather for as long as they can. done is called
 	// once with the outcome; when it returns true after a success the
 	// append is queued again, as if queued then, and take and done are
-	// called again (after an error it is not). Both run on the store's own goroutine (done also before
-	// AppendQueued returns, when the store refuses at once, with take
-	// never called): they must be quick and must not call the store. The
-	// store keeps no reference to a batch after calling done.
+	// called again (after an error it is not). Both run on the store's
+	// own goroutine (done also before AppendQueued returns, with take
+	// never called, when the store refuses at once): they must be quick
+	// and must not call the store. The store keeps no reference to a
+	// batch after calling done.
 	AppendQueued(runID string, opts AppendOptions, take func() [][]byte, done func(err error) (again bool))
 }
 

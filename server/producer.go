@@ -254,8 +254,9 @@ func (p *producer) append(batch [][]byte) error {
 	return err
 }
 
-// newCommits returns the producer's append pipeline, which hands its
-// batches to the store's own queue when the store has one.
+// newCommits returns the producer's append pipeline, which queues its
+// appends with the store when the store queues them (the store then takes
+// each batch when it runs the append).
 func (p *producer) newCommits() *groupCommit {
 	g := newGroupCommit(p.append, p.h.cfg.linger())
 	g.queueWith(p.queueAppends, p.h.metrics.appended)

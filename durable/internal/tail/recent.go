@@ -37,22 +37,18 @@ type recentLog struct {
 // store calls it after the commit and before waking the log's tailers. It
 // copies the data.
 func (c *Recent) Add(scheme, runID string, first int64, batch [][]byte) {
-	c.add(scheme, runID, first, batch, nil, false)
+	c.add(scheme, runID, first, batch, true)
 }
 
 // AddOwned is Add for one entry, data, which the cache keeps as it is:
 // the caller never modifies it.
 func (c *Recent) AddOwned(scheme, runID string, seq int64, data []byte) {
-	c.add(scheme, runID, seq, nil, data, true)
+	c.add(scheme, runID, seq, [][]byte{data}, false)
 }
 
-// add adds batch, copied, or else (one) the entry owned.
-func (c *Recent) add(scheme, runID string, first int64, batch [][]byte, owned []byte, one bool) {
-	n := len(batch)
-	if one {
-		n = 1
-	}
-	if n > recentEntries {
+// add adds batch's entries, copied or as they are.
+func (c *Recent) add(scheme, runID string, first int64, batch [][]byte, copied bool) {
+	if len(batch) > recentEntries {
 		first += int64(len(batch) - recentEntries)
 		batch = batch[len(batch)-recentEntries:]
 	}
@@ -73,19 +69,18 @@ func (c *Recent) add(scheme, runID string, first int64, batch [][]byte, owned []
 		// A gap (another process appended in between): start afresh.
 		l.first, l.entries, l.closed = first, nil, false
 	}
-	if len(l.entries)+n > 2*recentEntries {
+	if len(l.entries)+len(batch) > 2*recentEntries {
 		// Keep the backing array bounded; readers holding the old one keep
 		// reading it unchanged.
 		keep := l.entries[max(0, len(l.entries)-recentEntries):]
 		l.first += int64(len(l.entries) - len(keep))
 		l.entries = append(make([]durable.Entry, 0, 2*recentEntries), keep...)
 	}
-	if one {
-		l.entries = append(l.entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, first), Data: owned})
-		return
-	}
 	for i, b := range batch {
-		data := append([]byte{}, b...)
+		data := b
+		if copied {
+			data = append([]byte{}, b...)
+		}
 		l.entries = append(l.entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, first+int64(i)), Data: data})
 	}
 }
