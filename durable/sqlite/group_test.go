@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,5 +179,87 @@ func TestQueuedAppendsDoNotStarveOtherWrites(t *testing.T) {
 	wg.Wait()
 	if err != nil {
 		t.Fatalf("an append beside endless queued appends: %v", err)
+	}
+}
+
+// TestLeaseRenewalsGoFirst queues writes behind one that holds the writer,
+// then a lease renewal: the renewal must run before every one of them. At
+// 10,000 runs starting at once, a renewal queued behind the runs' writes
+// timed out, and renewals that keep timing out get a live run ended as
+// lost.
+func TestLeaseRenewalsGoFirst(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		order []string
+		armed atomic.Bool
+	)
+	record := func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, what)
+	}
+	now := func() time.Time {
+		if armed.Load() { // the renewal reads the clock in its transaction
+			record("renewal")
+		}
+		return time.Now()
+	}
+	s, err := Open(filepath.Join(t.TempDir(), "goai.db"), &Options{MaxGroup: 4, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	ctx := context.Background()
+	if _, err := s.CreateOrResume(ctx, durable.RunRecord{RunID: "leased", ThreadID: "t", StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := s.ClaimIf(ctx, "leased", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	hold, held := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = s.exec(ctx, noRun, func(*writeTx) error { close(held); <-hold; return nil })
+	}()
+	<-held
+	const writes = 40
+	for range writes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.exec(ctx, noRun, func(*writeTx) error { record("write"); return nil }); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	queued := func(n int) {
+		for len(s.ops)+len(s.urgent) < n {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	queued(writes)
+	armed.Store(true)
+	renewed := make(chan error, 1)
+	go func() {
+		lost, err := s.HeartbeatAll(ctx, []durable.Claim{claim})
+		if err == nil && len(lost) > 0 {
+			err = fmt.Errorf("lost %v", lost)
+		}
+		renewed <- err
+	}()
+	queued(writes + 1)
+	close(hold)
+	if err := <-renewed; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != writes+1 || order[0] != "renewal" {
+		t.Fatalf("the renewal ran at %d of %d writes: %v", slices.Index(order, "renewal"), len(order), order)
 	}
 }

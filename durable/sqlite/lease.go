@@ -23,7 +23,7 @@ func (s *Store) ClaimIf(ctx context.Context, runID string, epoch int64) (durable
 
 // Heartbeat implements durable.Leaser.
 func (s *Store) Heartbeat(ctx context.Context, claim durable.Claim) error {
-	return s.exec(ctx, oneRun(claim.RunID), func(tx *writeTx) error {
+	return s.execUrgent(ctx, oneRun(claim.RunID), func(tx *writeTx) error {
 		r, ok, err := s.getTx(tx, claim.RunID)
 		switch {
 		case err != nil:
@@ -44,7 +44,7 @@ func (s *Store) Heartbeat(ctx context.Context, claim durable.Claim) error {
 
 // HeartbeatAll implements durable.BatchLeaser, in writer ops of at most
 // heartbeatsPerOp claims, so that appends are not held up behind one long
-// op. A heartbeat changes no log state and no epoch, so the writer keeps
+// op; they go ahead of the queued writes (execUrgent). A heartbeat changes no log state and no epoch, so the writer keeps
 // what it remembers of the runs.
 func (s *Store) HeartbeatAll(ctx context.Context, claims []durable.Claim) ([]string, error) {
 	var lost []string
@@ -81,7 +81,7 @@ func (s *Store) heartbeatSome(ctx context.Context, claims []durable.Claim) ([]st
 		return nil, err
 	}
 	var lost []string
-	err = s.exec(ctx, noRun, func(tx *writeTx) error {
+	err = s.execUrgent(ctx, noRun, func(tx *writeTx) error {
 		lost = lost[:0]
 		res, err := tx.Stmt(s.st.leaseBeatAll).Exec(s.opts.Now().UnixMilli(), string(enc))
 		if err != nil {

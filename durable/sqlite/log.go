@@ -73,7 +73,7 @@ func (s *Store) appendJob(tx *writeTx, a *appendJob) (err error) {
 func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, stored bool, entry []byte, err error) {
 	p := opts.Producer
 	if p.ID != "" {
-		err := tx.Stmt(s.st.producerGet).QueryRow(runID, p.ID, p.Seq).Scan(&first, &n)
+		first, n, err := s.producerBatch(tx, runID, p)
 		switch {
 		case err == nil:
 			if n != int64(len(batch)) {
@@ -90,11 +90,9 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable
 	epoch, open := s.jt.openEpoch(runID)
 	var closed sql.NullInt64
 	if !open {
-		var e sql.NullInt64
-		if err := tx.Stmt(s.st.appendState).QueryRow(runID).Scan(&closed, &e); err != nil {
+		if closed, epoch, err = s.appendState(tx, runID); err != nil {
 			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
-		epoch = e.Int64
 	}
 	if opts.Epoch > 0 && epoch != opts.Epoch {
 		return 0, 0, false, nil, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: epoch}
@@ -151,6 +149,24 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable
 		}
 	}
 	return last + 1, n, true, entry, nil
+}
+
+// producerBatch returns the seqs stored by producer p's append, which
+// sql.ErrNoRows says it has not made. (The lookups are functions of their
+// own so that their scanned variables, whose addresses escape, are
+// allocated only when they run: an append asks neither once its run's
+// state is known.)
+func (s *Store) producerBatch(tx *writeTx, runID string, p durable.Producer) (first, n int64, err error) {
+	err = tx.Stmt(s.st.producerGet).QueryRow(runID, p.ID, p.Seq).Scan(&first, &n)
+	return first, n, err
+}
+
+// appendState reads whether runID's log is closed (not valid: it has no
+// log yet) and its run's driver epoch.
+func (s *Store) appendState(tx *writeTx, runID string) (closed sql.NullInt64, epoch int64, err error) {
+	var e sql.NullInt64
+	err = tx.Stmt(s.st.appendState).QueryRow(runID).Scan(&closed, &e)
+	return closed, e.Int64, err
 }
 
 // putChunks inserts batch as runID's entries from seq first on, in chunks

@@ -84,6 +84,7 @@ type Store struct {
 	ckDone chan struct{}
 
 	ops     chan *op
+	urgent  chan *op // lease renewals: taken before ops and the backlog
 	stop    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -230,6 +231,7 @@ CREATE TABLE IF NOT EXISTS goai_threads (
 func Open(path string, opts *Options) (*Store, error) {
 	s := &Store{
 		ops:     make(chan *op, 1024),
+		urgent:  make(chan *op, 16),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
 		ckDone:  make(chan struct{}),
@@ -383,8 +385,23 @@ func (s *Store) execThen(ctx context.Context, changes scope, wake string, fn fun
 	return s.execOp(ctx, &op{fn: fn, committed: committed, wake: wake, changes: changes, done: make(chan error, 1)})
 }
 
+// execUrgent is exec for a write that goes ahead of the queued ones: a
+// lease renewal. Under a storm of writes (thousands of runs starting at
+// once) a renewal queued behind them timed out, and a run whose renewals
+// keep timing out is ended as lost by recovery although its producer is
+// alive. Renewals are few and short (heartbeatsPerOp), so going first
+// holds up nothing for long.
+func (s *Store) execUrgent(ctx context.Context, changes scope, fn func(tx *writeTx) error) error {
+	return s.queueOp(ctx, s.urgent, &op{fn: fn, changes: changes, done: make(chan error, 1)})
+}
+
 // execOp queues o and waits for its outcome.
 func (s *Store) execOp(ctx context.Context, o *op) error {
+	return s.queueOp(ctx, s.ops, o)
+}
+
+// queueOp queues o on q and waits for its outcome.
+func (s *Store) queueOp(ctx context.Context, q chan<- *op, o *op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -394,7 +411,7 @@ func (s *Store) execOp(ctx context.Context, o *op) error {
 		return durable.ErrStoreClosed
 	}
 	select {
-	case s.ops <- o:
+	case q <- o:
 		s.mu.RUnlock()
 	case <-ctx.Done():
 		s.mu.RUnlock()
@@ -446,6 +463,20 @@ func (s *Store) drain() {
 	}
 }
 
+// takeUrgent adds the urgent writes waiting to group, up to
+// Options.MaxGroup.
+func (s *Store) takeUrgent(group []*op) []*op {
+	for len(group) < s.opts.MaxGroup {
+		select {
+		case o := <-s.urgent:
+			group = append(group, o)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
 // backlogged is how many writes the backlog holds.
 func (s *Store) backlogged() int { return len(s.backlog) - s.backlogHead }
 
@@ -473,8 +504,10 @@ func (s *Store) writer() {
 	g.timer.Stop()
 	for {
 		group = group[:0]
-		if s.backlogged() == 0 {
+		if s.backlogged() == 0 && len(s.urgent) == 0 {
 			select {
+			case o := <-s.urgent:
+				group = append(group, o)
 			case o := <-s.ops:
 				group = append(group, o)
 			case <-s.stop:
@@ -482,6 +515,7 @@ func (s *Store) writer() {
 				return
 			}
 		}
+		group = s.takeUrgent(group)
 		group = s.takeBacklog(group)
 		group = s.gather(group, &g)
 		if len(s.ops) == 0 {
@@ -560,16 +594,15 @@ func (s *Store) gather(group []*op, g *gapper) []*op {
 // compacts the journal.
 func (s *Store) finishQueued(group []*op) {
 	for {
+		group = s.takeUrgent(group)
 		group = s.takeBacklog(group)
-		select {
-		case o := <-s.ops:
-			group = append(group, o)
-			if len(group) == s.opts.MaxGroup {
-				s.commit(group)
-				group = group[:0]
+		if len(group) < s.opts.MaxGroup {
+			select {
+			case o := <-s.ops:
+				group = append(group, o)
+				continue
+			default:
 			}
-			continue
-		default:
 		}
 		if len(group) == 0 {
 			break
