@@ -23,7 +23,7 @@ type stmts struct {
 	dataVersion, producerGet, appendState, tailGet, logCreate, journalPut, chunkPut, producerPut *sql.Stmt
 	journalAll, journalClear, logClose                                                           *sql.Stmt
 	runGet, runUpdate, runInsert, runEpoch, leaseBeat, leaseBeatAll, leaseLost                   *sql.Stmt
-	threadPut, requestPut, checkpoint                                                            *sql.Stmt
+	threadPut, requestPut, checkpoint, restartWAL, busyShort, busyLong                           *sql.Stmt
 
 	readPage, readState, readLog, readRun                *sql.Stmt
 	readRequest, readThread, readOwner, readCancels      *sql.Stmt
@@ -129,6 +129,9 @@ func (s *Store) prepare() error {
 		requestPut: w(`INSERT INTO goai_run_requests (run_id, body) VALUES (?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET body = excluded.body`),
 		checkpoint: prep(s.ck, `PRAGMA wal_checkpoint(PASSIVE)`),
+		restartWAL: w(`PRAGMA wal_checkpoint(RESTART)`),
+		busyShort:  w(`PRAGMA busy_timeout = 50`),
+		busyLong:   w(`PRAGMA busy_timeout = 10000`),
 
 		readPage: prep(r, `SELECT first_seq, last_seq, data FROM goai_chunks WHERE run_id = ?1 AND last_seq > ?2 AND last_seq <= ?4 AND first_seq <= ?3
 			UNION ALL SELECT first_seq, last_seq, data FROM goai_chunk_journal WHERE run_id = ?1 AND last_seq > ?2 AND first_seq <= ?3
@@ -161,7 +164,7 @@ func (st *stmts) close() {
 		st.producerGet, st.dataVersion, st.appendState, st.tailGet, st.logCreate, st.journalPut, st.chunkPut, st.producerPut,
 		st.journalAll, st.journalClear, st.logClose,
 		st.runGet, st.runUpdate, st.runInsert, st.runEpoch, st.leaseBeat, st.leaseBeatAll, st.leaseLost,
-		st.threadPut, st.requestPut, st.checkpoint,
+		st.threadPut, st.requestPut, st.checkpoint, st.restartWAL, st.busyShort, st.busyLong,
 		st.readPage, st.readState, st.readLog, st.readRun,
 		st.readRequest, st.readThread, st.readOwner, st.readCancels,
 		st.listByThread, st.listActive, st.listReclaimable, st.listStale,
