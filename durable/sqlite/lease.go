@@ -44,8 +44,9 @@ func (s *Store) Heartbeat(ctx context.Context, claim durable.Claim) error {
 
 // HeartbeatAll implements durable.BatchLeaser, in writer ops of at most
 // heartbeatsPerOp claims, so that appends are not held up behind one long
-// op; they go ahead of the queued writes (execUrgent). A heartbeat changes no log state and no epoch, so the writer keeps
-// what it remembers of the runs.
+// op; they go ahead of the queued writes (execUrgent). A heartbeat
+// changes no log state and no epoch, so the writer keeps what it
+// remembers of the runs.
 func (s *Store) HeartbeatAll(ctx context.Context, claims []durable.Claim) ([]string, error) {
 	var lost []string
 	for len(claims) > 0 {
