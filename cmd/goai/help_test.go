@@ -153,3 +153,18 @@ func TestRunTakesTheScenarioPositionally(t *testing.T) {
 		t.Errorf("no file: exit %d, %q", code, errOut)
 	}
 }
+
+func TestEnvSize(t *testing.T) {
+	for v, want := range map[string]int64{"": 0, "none": -1, "4096": 4096, "512MiB": 512 << 20, "2 GiB": 2 << 30, "64KiB": 64 << 10} {
+		t.Setenv("GOAI_WAL_LIMIT", v)
+		if got, err := envSize("GOAI_WAL_LIMIT"); err != nil || got != want {
+			t.Errorf("%q: %d, %v; want %d", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"0", "-5", "1GB", "lots", "9999999999GiB"} {
+		t.Setenv("GOAI_WAL_LIMIT", v)
+		if _, err := envSize("GOAI_WAL_LIMIT"); err == nil || !strings.Contains(err.Error(), "GOAI_WAL_LIMIT") {
+			t.Errorf("%q: error %v, want one naming GOAI_WAL_LIMIT", v, err)
+		}
+	}
+}

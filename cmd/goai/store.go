@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,7 +38,11 @@ func openStore(ctx context.Context, spec string) (durable.Store, func(), error) 
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, nil, fmt.Errorf("creating the store directory: %w", err)
 		}
-		st, err := sqlite.Open(path, nil)
+		walLimit, err := envSize("GOAI_WAL_LIMIT")
+		if err != nil {
+			return nil, nil, err
+		}
+		st, err := sqlite.Open(path, &sqlite.Options{WALLimit: walLimit})
 		if err != nil {
 			return nil, nil, fmt.Errorf("opening SQLite store %s: %w", path, err)
 		}
@@ -115,6 +121,31 @@ func envDuration(key string, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: %w", key, err)
 	}
 	return d, nil
+}
+
+// envSize reads a size in bytes from the environment: a number with an
+// optional KiB, MiB or GiB suffix, or "none" (no limit: -1). Unset is 0,
+// the default.
+func envSize(key string) (int64, error) {
+	v := strings.TrimSpace(os.Getenv(key))
+	switch v {
+	case "":
+		return 0, nil
+	case "none":
+		return -1, nil
+	}
+	unit := int64(1)
+	for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(v, suffix); ok {
+			v, unit = strings.TrimSpace(n), u
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/unit {
+		return 0, fmt.Errorf("%s: %q is not a size (a positive number of bytes, KiB, MiB or GiB, or none)", key, os.Getenv(key))
+	}
+	return n * unit, nil
 }
 
 // startRetention prunes, every hour (or every keep/2 when shorter), the

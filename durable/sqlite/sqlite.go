@@ -62,7 +62,7 @@ type Options struct {
 	// transactions to copy what the checkpointer could not (a checkpoint
 	// beside a busy writer never copies every frame, and SQLite starts the
 	// WAL over only after one that did). It also bounds the WAL file left
-	// after a burst. Zero means 256 MiB; negative means no limit: the WAL
+	// after a burst. Zero means 1 GiB; negative means no limit: the WAL
 	// starts over only when a checkpoint finds the writer idle, and under
 	// steady load grows without bound.
 	WALLimit int64
@@ -262,7 +262,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		s.opts.JournalRows = defaultJournalRows
 	}
 	if s.opts.WALLimit == 0 {
-		s.opts.WALLimit = 256 << 20
+		s.opts.WALLimit = 1 << 30
 	}
 	if s.opts.ReadPage <= 0 {
 		s.opts.ReadPage = 512
@@ -366,8 +366,10 @@ const checkpointInterval = 250 * time.Millisecond
 // writer, between two transactions, copies what is left (what was
 // committed during the checkpointer's copy) and starts the WAL over
 // (catchUpWAL). That syncs the WAL and the database file: a pause of the
-// writer's, about 50 ms here, once per 256 MiB of WAL (about ten seconds
-// at that load).
+// writer's of 10 to 60 ms here. Every token committed during it, and the
+// burst behind it, waits: at 256 MiB (a pause about every ten seconds at
+// that load) about one token in a hundred did, and the token p99 rose
+// (bench/README.md). 1 GiB makes it a pause about every forty seconds.
 func (s *Store) checkpointer() {
 	defer close(s.ckDone)
 	t := time.NewTicker(checkpointInterval)
