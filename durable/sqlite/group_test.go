@@ -14,6 +14,19 @@ import (
 	"github.com/goai-sdk/goai/durable"
 )
 
+// holdWriter makes s's writer run a write that waits for release, so that
+// what is queued meanwhile is taken together; wg waits for that write too.
+func holdWriter(s *Store, wg *sync.WaitGroup) (release func()) {
+	hold, held := make(chan struct{}), make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = s.exec(context.Background(), noRun, func(*writeTx) error { close(held); <-hold; return nil })
+	}()
+	<-held
+	return func() { close(hold) }
+}
+
 // TestGroupFailureIsolated queues appends to several logs behind a write
 // that holds the writer, so that they share one group transaction, with
 // one of them appending to a closed log. That one must fail alone: every
@@ -30,14 +43,8 @@ func TestGroupFailureIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	hold, held := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = s.exec(ctx, noRun, func(*writeTx) error { close(held); <-hold; return nil })
-	}()
-	<-held
+	release := holdWriter(s, &wg)
 
 	const runs = 5
 	batch := func(run string, n int) [][]byte {
@@ -62,7 +69,7 @@ func TestGroupFailureIsolated(t *testing.T) {
 	for len(s.ops) < runs+1 {
 		time.Sleep(time.Millisecond) // wait for all of them to be queued
 	}
-	close(hold)
+	release()
 	wg.Wait()
 
 	for i := 0; i < runs; i++ {
@@ -100,11 +107,9 @@ func TestQueuedAppendTakesItsBatchWhenItRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Shutdown()
-	hold, held := make(chan struct{}), make(chan struct{})
-	go func() {
-		_ = s.exec(context.Background(), noRun, func(*writeTx) error { close(held); <-hold; return nil })
-	}()
-	<-held // the writer is busy
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	release := holdWriter(s, &wg) // the writer is busy
 	var mu sync.Mutex
 	queued := [][]byte{[]byte(`{"n":0}`)}
 	var taken [][][]byte
@@ -123,7 +128,7 @@ func TestQueuedAppendTakesItsBatchWhenItRuns(t *testing.T) {
 		queued = append(queued, fmt.Appendf(nil, `{"n":%d}`, i))
 		mu.Unlock()
 	}
-	close(hold)
+	release()
 	if err := <-outcome; err != nil {
 		t.Fatal(err)
 	}
@@ -218,14 +223,8 @@ func TestLeaseRenewalsGoFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	hold, held := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = s.exec(ctx, noRun, func(*writeTx) error { close(held); <-hold; return nil })
-	}()
-	<-held
+	release := holdWriter(s, &wg)
 	const writes = 40
 	for range writes {
 		wg.Add(1)
@@ -252,7 +251,7 @@ func TestLeaseRenewalsGoFirst(t *testing.T) {
 		renewed <- err
 	}()
 	queued(writes + 1)
-	close(hold)
+	release()
 	if err := <-renewed; err != nil {
 		t.Fatal(err)
 	}

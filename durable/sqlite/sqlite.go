@@ -546,12 +546,11 @@ func (s *Store) drain() {
 	}
 }
 
-// takeUrgent adds the urgent writes waiting to group, up to
-// Options.MaxGroup.
-func (s *Store) takeUrgent(group []*op) []*op {
+// take adds the writes waiting in q to group, up to Options.MaxGroup.
+func (s *Store) take(group []*op, q <-chan *op) []*op {
 	for len(group) < s.opts.MaxGroup {
 		select {
-		case o := <-s.urgent:
+		case o := <-q:
 			group = append(group, o)
 		default:
 			return group
@@ -606,7 +605,7 @@ func (s *Store) writer() {
 				return
 			}
 		}
-		group = s.takeUrgent(group)
+		group = s.take(group, s.urgent)
 		group = s.takeBacklog(group)
 		group = s.gather(group, &g)
 		if len(s.ops) == 0 {
@@ -617,15 +616,7 @@ func (s *Store) writer() {
 			// returns at once.
 			runtime.Gosched()
 		}
-	fill:
-		for len(group) < s.opts.MaxGroup {
-			select {
-			case o := <-s.ops:
-				group = append(group, o)
-			default:
-				break fill
-			}
-		}
+		group = s.take(group, s.ops)
 		g.committing(len(group))
 		s.commit(group)
 		// Compact when no write waits, unless the journal has grown well
@@ -685,7 +676,7 @@ func (s *Store) gather(group []*op, g *gapper) []*op {
 // compacts the journal.
 func (s *Store) finishQueued(group []*op) {
 	for {
-		group = s.takeUrgent(group)
+		group = s.take(group, s.urgent)
 		group = s.takeBacklog(group)
 		if len(group) < s.opts.MaxGroup {
 			select {
