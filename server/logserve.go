@@ -155,7 +155,9 @@ func (ls *logStream) send(e durable.Entry) error {
 	}
 	ls.buf = agui.AppendFrame(ls.buf[:0], ls.format, e.Offset, e.Data)
 	_, err := ls.sw.Write(ls.buf)
-	ls.gone = err != nil
+	if err != nil {
+		ls.gone = true
+	}
 	return err
 }
 

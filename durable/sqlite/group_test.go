@@ -262,3 +262,29 @@ func TestLeaseRenewalsGoFirst(t *testing.T) {
 		t.Fatalf("the renewal ran at %d of %d writes: %v", slices.Index(order, "renewal"), len(order), order)
 	}
 }
+
+// A backlog that never empties (producers going round faster than the
+// writer takes them) keeps a bounded array: what is taken is dropped from
+// its front, not only when all of it has been taken.
+func TestBacklogStaysBounded(t *testing.T) {
+	s := &Store{opts: Options{MaxGroup: 256}}
+	group := make([]*op, 0, 256)
+	for range 300 {
+		s.backlog = append(s.backlog, &op{})
+	}
+	for round := range 10_000 {
+		group = s.takeBacklog(group[:0])
+		if len(group) != 256 {
+			t.Fatalf("round %d took %d writes, want 256", round, len(group))
+		}
+		for range 256 { // every write taken goes round again
+			s.backlog = append(s.backlog, &op{})
+		}
+		if s.backlogged() != 300 {
+			t.Fatalf("round %d: %d writes backlogged, want 300", round, s.backlogged())
+		}
+	}
+	if c := cap(s.backlog); c > 4*300 {
+		t.Fatalf("the backlog's array holds %d for 300 writes", c)
+	}
+}

@@ -573,8 +573,14 @@ func (s *Store) takeBacklog(group []*op) []*op {
 	group = append(group, taken...)
 	clear(taken)
 	s.backlogHead += n
-	if s.backlogHead == len(s.backlog) {
-		s.backlog, s.backlogHead = s.backlog[:0], 0
+	// Move what is left to the front once the taken part is the larger:
+	// while producers go round faster than the writer takes them, the
+	// backlog never empties, and appending behind a head that never came
+	// back to 0 grew its array without bound.
+	if s.backlogHead >= len(s.backlog)-s.backlogHead {
+		left := copy(s.backlog, s.backlog[s.backlogHead:])
+		clear(s.backlog[left:])
+		s.backlog, s.backlogHead = s.backlog[:left], 0
 	}
 	return group
 }
