@@ -32,16 +32,52 @@ func migrate(db *sql.DB) error {
 	if err := migrateToChunks(db); err != nil {
 		return err
 	}
+	if err := migrateChunksToArrivalOrder(db); err != nil {
+		return err
+	}
 	// goai_threads_owner answers ThreadOwner from the index: in the table,
 	// the owner column comes after the transcript, and reaching it walks
 	// the transcript's overflow pages.
-	_, err := db.Exec(`CREATE INDEX IF NOT EXISTS goai_runs_finished ON goai_runs (finished_at) WHERE finished_at IS NOT NULL;
+	_, err := db.Exec(`CREATE UNIQUE INDEX IF NOT EXISTS goai_chunks_seq ON goai_chunks (run_id, last_seq);
+CREATE INDEX IF NOT EXISTS goai_runs_finished ON goai_runs (finished_at) WHERE finished_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS goai_threads_owner ON goai_threads (thread_id, owner);
 CREATE TABLE IF NOT EXISTS goai_run_requests (
 	run_id TEXT PRIMARY KEY,
 	body   BLOB NOT NULL
 ) WITHOUT ROWID`)
 	return err
+}
+
+// migrateChunksToArrivalOrder rewrites a goai_chunks clustered by run
+// (WITHOUT ROWID, keyed by run_id and last_seq: the layout before the
+// table was in arrival order) as the current table, in one transaction. Its
+// index, goai_chunks_seq, is created after it by migrate.
+func migrateChunksToArrivalOrder(db *sql.DB) error {
+	var ddl string
+	err := db.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'goai_chunks'`).Scan(&ddl)
+	if err != nil {
+		return fmt.Errorf("the chunk table: %w", err)
+	}
+	if !strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID") {
+		return nil
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		`ALTER TABLE goai_chunks RENAME TO goai_chunks_by_run`,
+		chunksTable,
+		`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data)
+			SELECT run_id, last_seq, first_seq, data FROM goai_chunks_by_run ORDER BY run_id, last_seq`,
+		`DROP TABLE goai_chunks_by_run`,
+	} {
+		if _, err := tx.Exec(q); err != nil {
+			return fmt.Errorf("moving the chunks to arrival order: %w", err)
+		}
+	}
+	return tx.Commit()
 }
 
 // migrateToChunks moves the entries of a database written before chunks,

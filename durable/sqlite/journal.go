@@ -7,16 +7,19 @@ import (
 	"strings"
 )
 
-// The journal. Small appends do not insert into goai_chunks, whose rows
-// are clustered by run: with a hundred runs appending a token each, every
-// commit would write a page per run (a WAL frame of 4 KiB each), a page per
-// event. They go to goai_chunk_journal instead, a table in arrival order
-// whose last page takes the events of every run, a chunk (chunk.go) per
-// append. A batch of putMany or more goes to goai_chunks directly: its
-// run's page is written once for all of it. When the journal holds
+// The journal. Small appends do not insert into goai_chunks, whose index
+// goai_chunks_seq is ordered by run: with a hundred runs appending a token
+// each, every commit would write an index page per run (a WAL frame of 4
+// KiB each), a page per event. They go to goai_chunk_journal instead, a
+// table in arrival order without an index, whose last page takes the
+// events of every run, a chunk (chunk.go) per append. A batch of putMany
+// or more goes to goai_chunks directly. When the journal holds
 // Options.JournalRows rows, the writer moves them into goai_chunks in one
-// transaction, sorted by run, so each run's page is written once per
-// compaction rather than once per commit.
+// transaction, a chunk per run, so each run's index page is written once
+// per compaction rather than once per commit, and the chunks themselves
+// fill the table's last pages. (When goai_chunks was clustered by run, a
+// compaction rewrote a page of data per run: about 400 pages of WAL per
+// compaction of a hundred paced runs, against about 180 now.)
 //
 // Readers read both tables in one statement (one snapshot), so a
 // compaction is never seen half done. The journal has no index (an index

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,5 +129,70 @@ func TestMigratesEntriesToChunks(t *testing.T) {
 	}
 	if tables != 0 {
 		t.Fatalf("%d old tables left", tables)
+	}
+}
+
+// A database whose goai_chunks was clustered by run (WITHOUT ROWID, the
+// layout before arrival order) opens with its logs where they were, in the
+// current layout with its index.
+func TestMigratesChunksToArrivalOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE goai_logs (run_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL, created_at INTEGER NOT NULL, closed_at INTEGER) WITHOUT ROWID`,
+		`CREATE TABLE goai_chunks (run_id TEXT NOT NULL, last_seq INTEGER NOT NULL, first_seq INTEGER NOT NULL, data BLOB NOT NULL,
+			PRIMARY KEY (run_id, last_seq)) WITHOUT ROWID`,
+		`CREATE TABLE goai_chunk_journal (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, last_seq INTEGER NOT NULL, first_seq INTEGER NOT NULL, data BLOB NOT NULL)`,
+		`INSERT INTO goai_logs VALUES ('r', 0, 1, NULL), ('s', 2, 1, 1)`,
+		`INSERT INTO goai_chunks VALUES ('r', 1, 1, 'a'), ('r', 2, 2, 'b'), ('s', 1, 1, 'x'), ('s', 2, 2, 'y')`,
+		`INSERT INTO goai_chunk_journal (run_id, last_seq, first_seq, data) VALUES ('r', 3, 3, 'c')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s := open(t, path)
+	ctx := context.Background()
+	if _, err := s.Append(ctx, "r", [][]byte{[]byte("d")}); err != nil {
+		t.Fatal(err)
+	}
+	for run, want := range map[string]string{"r": "[a b c d]", "s": "[x y]"} {
+		snap, err := s.Snapshot(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range snap {
+			got = append(got, string(e.Data))
+		}
+		if fmt.Sprint(got) != want {
+			t.Fatalf("log %s after the migration: %q, want %s", run, got, want)
+		}
+	}
+	if _, err := s.Append(ctx, "s", [][]byte{[]byte("z")}); !errors.Is(err, durable.ErrLogClosed) {
+		t.Fatalf("append to the closed log after the migration: %v", err)
+	}
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ddl string
+	if err := db.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'goai_chunks'`).Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	var index, old int
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_index_list('goai_chunks') WHERE name = 'goai_chunks_seq' AND "unique"`).Scan(&index); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'goai_chunks_by_run'`).Scan(&old); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ddl, "WITHOUT ROWID") || index != 1 || old != 0 {
+		t.Fatalf("after the migration: goai_chunks %q, unique index %d, old table %d", ddl, index, old)
 	}
 }

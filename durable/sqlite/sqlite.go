@@ -172,6 +172,10 @@ func oneRun(runID string) scope { return scope{run: runID} }
 
 // schema: a log's entries are in chunks (chunk.go) in goai_chunks and,
 // appended since the last compaction, in goai_chunk_journal (journal.go).
+// goai_chunks is in arrival order, found by run through goai_chunks_seq
+// (run_id, last_seq), which migrate creates: a compaction then appends its
+// chunks to the table's last pages and writes a small index entry per run,
+// where a table clustered by run had a page of its own rewritten per run.
 // Its tail is the highest seq stored, not a counter, so that an append
 // writes one page of the journal and nothing else; goai_logs.last_seq
 // records the tail when the log is closed. (A database written before
@@ -185,13 +189,7 @@ CREATE TABLE IF NOT EXISTS goai_logs (
 	closed_at  INTEGER
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS goai_logs_closed ON goai_logs (closed_at) WHERE closed_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS goai_chunks (
-	run_id    TEXT NOT NULL,
-	last_seq  INTEGER NOT NULL,
-	first_seq INTEGER NOT NULL,
-	data      BLOB NOT NULL,
-	PRIMARY KEY (run_id, last_seq)
-) WITHOUT ROWID;
+` + chunksTable + `;
 CREATE TABLE IF NOT EXISTS goai_chunk_journal (
 	id        INTEGER PRIMARY KEY,
 	run_id    TEXT NOT NULL,
@@ -236,6 +234,15 @@ CREATE TABLE IF NOT EXISTS goai_threads (
 	updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 `
+
+// chunksTable creates goai_chunks, in its current layout.
+const chunksTable = `CREATE TABLE IF NOT EXISTS goai_chunks (
+	id        INTEGER PRIMARY KEY,
+	run_id    TEXT NOT NULL,
+	last_seq  INTEGER NOT NULL,
+	first_seq INTEGER NOT NULL,
+	data      BLOB NOT NULL
+)`
 
 // Open opens (creating if needed) the database at path and starts its
 // writer. opts may be nil. Call Shutdown to release it.
