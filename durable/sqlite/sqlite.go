@@ -51,8 +51,8 @@ type Options struct {
 	// commit. Zero means none: every write is committed as soon as the
 	// writer is free. A gap trades latency for CPU: with 100 producers
 	// each appending a token every 10 ms, 1 ms cut the server's CPU per
-	// event by about a sixth and added about 1.5 ms to the median token
-	// latency (bench/README.md).
+	// event by about a tenth and added about 1 ms to the median token
+	// latency; at 50 ms it saved nothing (bench/README.md).
 	CommitGap time.Duration
 	// JournalRows is the journal size, in rows, at which the writer moves
 	// it into the entries table (journal.go). Zero means 1024.
