@@ -5,7 +5,9 @@
 # rounds, a fresh server per measurement, driven by bench/load as in
 # serve-vs-reference.sh. Prints every measurement and the medians, and the
 # ratios after/before of server CPU per event and token latency p99, the
-# figures least disturbed by other load on the machine.
+# figures least disturbed by other load on the machine; with both stores,
+# also SQLite's CPU per event over plain's for each build (REV may be HEAD
+# to measure the working tree's price of durability alone).
 #
 # Usage: bench/before-after.sh REV [CLIENTS] [ROUNDS]
 # env: DELAYS="0 10 50" STORES="none sqlite" TOKENS=200 RUNS=1 GOAI_BENCH_OUT=dir
@@ -64,6 +66,7 @@ for (const r of rows) {
   const [which, store, delay] = r.label.split(' ')
   ;((by[`${store} ${delay}`] ??= {})[which] ??= []).push(r)
 }
+const medians = {}
 for (const [key, w] of Object.entries(by)) {
   const m = {}
   for (const [which, rs] of Object.entries(w)) {
@@ -79,6 +82,22 @@ for (const [key, w] of Object.entries(by)) {
   if (m.before && m.after) {
     console.log(`ratio  ${key.padEnd(16)} after/before: CPU per event ${(m.after.cpuPerK / m.before.cpuPerK).toFixed(2)}, ` +
       `token p99 ${(m.after.p99 / m.before.p99).toFixed(2)}, events/s ${(m.after.evs / m.before.evs).toFixed(2)}`)
+  }
+  medians[key] = m
+}
+// With both stores measured, the price of durability per build: SQLite's
+// CPU per event over plain's at each pacing (the issue's "durable within
+// 2x of plain").
+for (const key of Object.keys(medians)) {
+  const [store, delay] = key.split(' ')
+  const plain = medians[`none ${delay}`]
+  if (store !== 'sqlite' || !plain) continue
+  for (const which of ['before', 'after']) {
+    const d = medians[key][which], p = plain[which]
+    if (d && p) {
+      console.log(`durable/plain ${delay.padEnd(10)} ${which.padEnd(6)} CPU per event ${(d.cpuPerK / p.cpuPerK).toFixed(2)}, ` +
+        `events/s ${(d.evs / p.evs).toFixed(2)}, token p99 ${d.p99.toFixed(1)} against ${p.p99.toFixed(1)} ms`)
+    }
   }
 }
 JS

@@ -53,19 +53,21 @@ CREATE TABLE IF NOT EXISTS goai_run_requests (
 // table was in arrival order) as the current table, in one transaction. Its
 // index, goai_chunks_seq, is created after it by migrate.
 func migrateChunksToArrivalOrder(db *sql.DB) error {
+	// The layout is read in the transaction (which holds the write lock),
+	// so that two processes opening an old database rewrite it once.
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
 	var ddl string
-	err := db.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'goai_chunks'`).Scan(&ddl)
+	err = tx.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'goai_chunks'`).Scan(&ddl)
 	if err != nil {
 		return fmt.Errorf("the chunk table: %w", err)
 	}
 	if !strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID") {
 		return nil
 	}
-	tx, err := db.Begin()
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
 	for _, q := range []string{
 		`ALTER TABLE goai_chunks RENAME TO goai_chunks_by_run`,
 		chunksTable,
