@@ -17,7 +17,7 @@ import (
 // walRestarts reads the checkpoint sequence of the WAL file's header, which
 // SQLite increments each time a writer starts the WAL over from its
 // beginning; ok is false while the file has no header.
-func walRestarts(t *testing.T, path string) (seq uint32, ok bool) {
+func walRestarts(t testing.TB, path string) (seq uint32, ok bool) {
 	t.Helper()
 	f, err := os.Open(path + "-wal")
 	if err != nil {
