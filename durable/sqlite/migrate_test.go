@@ -12,28 +12,20 @@ import (
 	"time"
 
 	"github.com/goai-sdk/goai/durable"
+	"github.com/goai-sdk/goai/durable/sqlite"
 )
 
 // A database written before owners existed opens, keeps its runs (owner
 // ""), and records owners from then on.
 func TestMigratesAnOwnerlessDatabase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	writeDatabase(t, path,
 		`CREATE TABLE goai_runs (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, thread_id TEXT NOT NULL, status TEXT NOT NULL,
 			started_at INTEGER NOT NULL, finished_at INTEGER, error_message TEXT, error_code TEXT, usage TEXT, sandbox_key TEXT,
 			detached_since INTEGER, cancel_requested INTEGER, driver_epoch INTEGER)`,
 		`CREATE TABLE goai_threads (thread_id TEXT PRIMARY KEY, messages TEXT NOT NULL, run_id TEXT NOT NULL, interrupts TEXT, updated_at INTEGER NOT NULL) WITHOUT ROWID`,
 		`INSERT INTO goai_runs (run_id, thread_id, status, started_at) VALUES ('old', 't', 'completed', 1)`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	)
 	s := open(t, path)
 	ctx := context.Background()
 	if rec, err := s.Get(ctx, "old"); err != nil || rec.Owner != "" {
@@ -85,40 +77,23 @@ func TestNoticesItsFileRemoved(t *testing.T) {
 // read from any offset and continued.
 func TestMigratesEntriesToChunks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	writeDatabase(t, path,
 		`CREATE TABLE goai_logs (run_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL, created_at INTEGER NOT NULL, closed_at INTEGER) WITHOUT ROWID`,
 		`CREATE TABLE goai_entries (run_id TEXT NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID`,
 		`CREATE TABLE goai_journal (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL)`,
 		`INSERT INTO goai_logs VALUES ('r', 0, 1, NULL)`,
 		`INSERT INTO goai_entries VALUES ('r', 1, 'a'), ('r', 2, ''), ('r', 3, 'c')`,
 		`INSERT INTO goai_journal (run_id, seq, data) VALUES ('r', 4, 'd'), ('r', 5, 'e')`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	)
 	s := open(t, path)
 	ctx := context.Background()
 	if _, err := s.Append(ctx, "r", [][]byte{[]byte("f")}); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := s.Snapshot(ctx, "r")
-	if err != nil {
-		t.Fatal(err)
+	if got := logData(t, s, "r"); got != "[a  c d e f]" {
+		t.Fatalf("after the migration: %s", got)
 	}
-	var got []string
-	for _, e := range snap {
-		got = append(got, string(e.Data))
-	}
-	if fmt.Sprint(got) != "[a  c d e f]" {
-		t.Fatalf("after the migration: %q", got)
-	}
-	db, err = sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +112,7 @@ func TestMigratesEntriesToChunks(t *testing.T) {
 // current layout with its index.
 func TestMigratesChunksToArrivalOrder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	writeDatabase(t, path,
 		`CREATE TABLE goai_logs (run_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL, created_at INTEGER NOT NULL, closed_at INTEGER) WITHOUT ROWID`,
 		`CREATE TABLE goai_chunks (run_id TEXT NOT NULL, last_seq INTEGER NOT NULL, first_seq INTEGER NOT NULL, data BLOB NOT NULL,
 			PRIMARY KEY (run_id, last_seq)) WITHOUT ROWID`,
@@ -149,34 +120,21 @@ func TestMigratesChunksToArrivalOrder(t *testing.T) {
 		`INSERT INTO goai_logs VALUES ('r', 0, 1, NULL), ('s', 2, 1, 1)`,
 		`INSERT INTO goai_chunks VALUES ('r', 1, 1, 'a'), ('r', 2, 2, 'b'), ('s', 1, 1, 'x'), ('s', 2, 2, 'y')`,
 		`INSERT INTO goai_chunk_journal (run_id, last_seq, first_seq, data) VALUES ('r', 3, 3, 'c')`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	)
 	s := open(t, path)
 	ctx := context.Background()
 	if _, err := s.Append(ctx, "r", [][]byte{[]byte("d")}); err != nil {
 		t.Fatal(err)
 	}
 	for run, want := range map[string]string{"r": "[a b c d]", "s": "[x y]"} {
-		snap, err := s.Snapshot(ctx, run)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, e := range snap {
-			got = append(got, string(e.Data))
-		}
-		if fmt.Sprint(got) != want {
-			t.Fatalf("log %s after the migration: %q, want %s", run, got, want)
+		if got := logData(t, s, run); got != want {
+			t.Fatalf("log %s after the migration: %s, want %s", run, got, want)
 		}
 	}
 	if _, err := s.Append(ctx, "s", [][]byte{[]byte("z")}); !errors.Is(err, durable.ErrLogClosed) {
 		t.Fatalf("append to the closed log after the migration: %v", err)
 	}
-	db, err = sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,4 +153,34 @@ func TestMigratesChunksToArrivalOrder(t *testing.T) {
 	if strings.Contains(ddl, "WITHOUT ROWID") || index != 1 || old != 0 {
 		t.Fatalf("after the migration: goai_chunks %q, unique index %d, old table %d", ddl, index, old)
 	}
+}
+
+// writeDatabase creates the database at path with statements, as an older
+// version would have left it.
+func writeDatabase(t *testing.T, path string, statements ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range statements {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// logData is the entries of run's log, as fmt.Sprint prints their strings.
+func logData(t *testing.T, s *sqlite.Store, run string) string {
+	t.Helper()
+	snap, err := s.Snapshot(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range snap {
+		got = append(got, string(e.Data))
+	}
+	return fmt.Sprint(got)
 }
