@@ -282,7 +282,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	dsn := func(extra string) string {
 		q := url.Values{}
-		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMs))
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")
 		if extra != "" {
@@ -376,7 +376,8 @@ const checkpointInterval = 250 * time.Millisecond
 // writer's of 10 to 60 ms here. Every token committed during it, and the
 // burst behind it, waits: at 256 MiB (a pause about every ten seconds at
 // that load) about one token in a hundred did, and the token p99 rose
-// (bench/README.md). 1 GiB makes it a pause about every forty seconds.
+// (bench/README.md). 1 GiB makes it a pause about every minute (the WAL
+// grows about 17 MB a second at that load).
 func (s *Store) checkpointer() {
 	defer close(s.ckDone)
 	t := time.NewTicker(checkpointInterval)
@@ -444,6 +445,10 @@ func (s *Store) execThen(ctx context.Context, changes scope, wake string, fn fun
 	return s.execOp(ctx, &op{fn: fn, committed: committed, wake: wake, changes: changes, done: make(chan error, 1)})
 }
 
+// busyTimeoutMs is how long a connection waits for a lock held by another
+// (the writer's outside catchUpWAL, and the readers').
+const busyTimeoutMs = 10000
+
 // walFrameHeader is the size of a WAL frame's header, before its page.
 const walFrameHeader = 24
 
@@ -456,13 +461,13 @@ const walFrameHeader = 24
 // once it has grown by Options.WALLimit.
 func (s *Store) catchUpWAL() {
 	if _, err := s.st.busyShort.Exec(); err != nil {
-		s.opts.Logger.Warn("durable/sqlite: checkpoint failed", "error", err)
+		s.opts.Logger.Warn("durable/sqlite: shortening the busy timeout failed", "error", err)
 		return
 	}
 	if _, err := s.st.restartWAL.Exec(); err != nil {
 		s.opts.Logger.Warn("durable/sqlite: checkpoint failed", "error", err)
 	}
-	if _, err := s.st.busyLong.Exec(); err != nil { // as busy_timeout(10000) in Open
+	if _, err := s.st.busyLong.Exec(); err != nil { // back to busyTimeoutMs, as in Open
 		s.opts.Logger.Warn("durable/sqlite: restoring the busy timeout failed", "error", err)
 	}
 }
@@ -691,14 +696,7 @@ func (s *Store) finishQueued(group []*op) {
 	for {
 		group = s.take(group, s.urgent)
 		group = s.takeBacklog(group)
-		if len(group) < s.opts.MaxGroup {
-			select {
-			case o := <-s.ops:
-				group = append(group, o)
-				continue
-			default:
-			}
-		}
+		group = s.take(group, s.ops)
 		if len(group) == 0 {
 			break
 		}

@@ -131,7 +131,7 @@ func (s *Store) prepare() error {
 		checkpoint: prep(s.ck, `PRAGMA wal_checkpoint(PASSIVE)`),
 		restartWAL: w(`PRAGMA wal_checkpoint(RESTART)`),
 		busyShort:  w(`PRAGMA busy_timeout = 50`),
-		busyLong:   w(`PRAGMA busy_timeout = 10000`),
+		busyLong:   w(fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyTimeoutMs)),
 
 		readPage: prep(r, `SELECT first_seq, last_seq, data FROM goai_chunks WHERE run_id = ?1 AND last_seq > ?2 AND last_seq <= ?4 AND first_seq <= ?3
 			UNION ALL SELECT first_seq, last_seq, data FROM goai_chunk_journal WHERE run_id = ?1 AND last_seq > ?2 AND first_seq <= ?3
