@@ -7,10 +7,12 @@
 # ratios after/before of server CPU per event and token latency p99, the
 # figures least disturbed by other load on the machine; with both stores,
 # also SQLite's CPU per event over plain's for each build (REV may be HEAD
-# to measure the working tree's price of durability alone).
+# to measure the working tree's price of durability alone). BEFORE_ENV and
+# AFTER_ENV are VAR=value words for each side's server: with REV HEAD they
+# compare settings of one build (AFTER_ENV=GOAI_COMMIT_GAP=1ms).
 #
 # Usage: bench/before-after.sh REV [CLIENTS] [ROUNDS]
-# env: DELAYS="0 10 50" STORES="none sqlite" TOKENS=200 RUNS=1 GOAI_BENCH_OUT=dir
+# env: DELAYS="0 10 50" STORES="none sqlite" TOKENS=200 RUNS=1 GOAI_BENCH_OUT=dir BEFORE_ENV= AFTER_ENV=
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -46,12 +48,14 @@ for d in $delays; do
     for i in $(seq 1 "$rounds"); do
       for which in before after; do
         kind=goai-plain; [ "$st" = sqlite ] && kind=goai-sqlite
+        server_env=${BEFORE_ENV:-}; [ "$which" = after ] && server_env=${AFTER_ENV:-}
         measure "$kind" "$sc" "$clients" "$which $st delay=$d round=$i" "$out/goai-$which"
         node -e '
           const r = JSON.parse(process.argv[1]); const t = r.tally
           console.log(`${r.label.padEnd(32)} ${r.events_per_s.toFixed(0).padStart(7)} ev/s  CPU ${r.server_cpu_s.toFixed(2)} s  ` +
             `token p50/p99 ${r.token_latency_p50_ms.toFixed(1)}/${r.token_latency_p99_ms.toFixed(1)} ms  ` +
-            `lost ${t.Lost} dup ${t.Duplicated} reord ${t.Reordered} err ${t.Failed}  load ${r.loadavg}`)' "$line"
+            `lost ${t.Lost} dup ${t.Duplicated} reord ${t.Reordered} err ${t.Failed}  load ${r.loadavg}` +
+            (r.store_commits ? `  ${(r.store_writes / r.store_commits).toFixed(1)} writes/commit` : ""))' "$line"
       done
     done
   done

@@ -11,16 +11,17 @@ trap stop_server EXIT
 
 # start_server KIND SCENARIO [GOAI]: starts one server (goai-plain,
 # goai-sqlite or reference; goai is the binary GOAI, default $out/goai) on a
-# free loopback port running SCENARIO; sets pid and url.
+# free loopback port running SCENARIO; sets pid and url. A goai server also
+# gets the VAR=value words in $server_env (e.g. GOAI_COMMIT_GAP=1ms).
 start_server() {
   local kind=$1 sc=$2 bin=${3:-$out/goai}
   local log="$out/server-$kind-${bin##*/}.log" db="$out/db-${bin##*/}"
   : >"$log"
   case $kind in
-    goai-plain) GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;
+    goai-plain) env ${server_env:-} GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;
     goai-sqlite)
       rm -rf "$db" && mkdir -p "$db"
-      GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store "sqlite:$db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
+      env ${server_env:-} GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store "sqlite:$db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
     reference) node bench/reference/server.mjs "$sc" >"$log" 2>&1 & ;;
     *) echo "unknown server kind $kind" >&2; exit 2 ;;
   esac

@@ -180,6 +180,22 @@ type Healther interface {
 	Healthy(ctx context.Context, deep bool) error
 }
 
+// CommitStats counts a store's group commits: Writes over Commits is how
+// many writes share a transaction, whose fixed cost (its locks and its
+// write-ahead log write) is most of what an append costs when each carries
+// one token. Few writes per commit under many paced producers says a
+// commit gap (sqlite.Options.CommitGap) would pay.
+type CommitStats struct {
+	Commits int64 // transactions committed that carried writes
+	Writes  int64 // writes (appends, and for SQLite every other write) they carried
+}
+
+// CommitCounter is implemented by stores that group writes into shared
+// transactions. CommitStats is safe to call concurrently with writes.
+type CommitCounter interface {
+	CommitStats() CommitStats
+}
+
 // OffsetError details an invalid offset. It wraps ErrInvalidOffset.
 type OffsetError struct {
 	RunID  string

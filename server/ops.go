@@ -138,6 +138,13 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(&b, "goai_events_appended_total %d\n", m.events.Load())
 	series("goai_panics_recovered_total", "counter", "Panics recovered; each ended one run or request.")
 	fmt.Fprintf(&b, "goai_panics_recovered_total %d\n", m.panics.Load())
+	if cc, ok := h.cfg.Store.(durable.CommitCounter); ok {
+		cs := cc.CommitStats()
+		series("goai_store_commits_total", "counter", "Store transactions committed that carried writes (group commits).")
+		fmt.Fprintf(&b, "goai_store_commits_total %d\n", cs.Commits)
+		series("goai_store_writes_total", "counter", "Writes carried by those commits; over goai_store_commits_total, the writes a commit shares.")
+		fmt.Fprintf(&b, "goai_store_writes_total %d\n", cs.Writes)
+	}
 
 	m.mu.Lock()
 	series("goai_runs_finished_total", "counter", "Runs finished, by outcome.")

@@ -241,3 +241,17 @@ func TestLoadAgainstServer(t *testing.T) {
 		})
 	}
 }
+
+func TestMetricCount(t *testing.T) {
+	body := "# HELP goai_store_commits_total x\n# TYPE goai_store_commits_total counter\ngoai_store_commits_total 1200\n" +
+		"goai_store_commits_total_other 7\ngoai_store_writes_total 9600\n"
+	if got := metricCount(body, "goai_store_commits_total"); got != 1200 {
+		t.Errorf("commits = %d, want 1200", got)
+	}
+	if got := metricCount(body, "goai_store_writes_total"); got != 9600 {
+		t.Errorf("writes = %d, want 9600", got)
+	}
+	if got := metricCount(body, "goai_missing_total"); got != 0 {
+		t.Errorf("a missing series = %d, want 0", got)
+	}
+}

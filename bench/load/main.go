@@ -214,17 +214,22 @@ type Report struct {
 	// server too busy to run its model on time stretches it past the
 	// scenario's delay, and that lateness is not in the token latency,
 	// which starts at the yield.
-	YieldGapP50ms float64  `json:"yield_interval_p50_ms"`
-	YieldGapP99ms float64  `json:"yield_interval_p99_ms"`
-	MaxOpen       int64    `json:"max_open_streams"`
-	ServerBaseKB  int64    `json:"server_rss_base_kib"`
-	ServerOpenKB  int64    `json:"server_rss_all_open_kib"` // RSS when the most streams were open at once
-	ServerPeakKB  int64    `json:"server_rss_peak_kib"`
-	ServerCPUs    float64  `json:"server_cpu_s"`
-	LoadCPUs      float64  `json:"loadgen_cpu_s"`
-	LoadAvg       string   `json:"loadavg"`
-	Tally         tally    `json:"tally"`
-	Problems      []string `json:"problems,omitempty"`
+	YieldGapP50ms float64 `json:"yield_interval_p50_ms"`
+	YieldGapP99ms float64 `json:"yield_interval_p99_ms"`
+	MaxOpen       int64   `json:"max_open_streams"`
+	ServerBaseKB  int64   `json:"server_rss_base_kib"`
+	ServerOpenKB  int64   `json:"server_rss_all_open_kib"` // RSS when the most streams were open at once
+	ServerPeakKB  int64   `json:"server_rss_peak_kib"`
+	ServerCPUs    float64 `json:"server_cpu_s"`
+	LoadCPUs      float64 `json:"loadgen_cpu_s"`
+	LoadAvg       string  `json:"loadavg"`
+	// The store's group commits during the measured runs, from the
+	// servers' /metrics (goai serve with SQLite or Postgres; absent
+	// otherwise): writes over commits is how many writes shared one.
+	StoreCommits int64    `json:"store_commits,omitempty"`
+	StoreWrites  int64    `json:"store_writes,omitempty"`
+	Tally        tally    `json:"tally"`
+	Problems     []string `json:"problems,omitempty"`
 	// Joined runs: each run read a second time from the start on the next
 	// URL while it is produced (-join).
 	Join *JoinReport `json:"join,omitempty"`
@@ -304,6 +309,7 @@ func run(cfg config) (*Report, error) {
 		return nil, err
 	}
 	base := sampleServer(cfg.pids)
+	baseCommits := scrapeCommits(ctx, client, cfg.urls)
 	var open, maxOpen atomic.Int64
 	var openRSS atomic.Int64
 	stopSampling := make(chan struct{})
@@ -368,6 +374,7 @@ func run(cfg config) (*Report, error) {
 	close(stopSampling)
 	samplerDone.Wait()
 	end := sampleServer(cfg.pids)
+	endCommits := scrapeCommits(ctx, client, cfg.urls)
 
 	rep := &Report{Clients: cfg.clients, Runs: cfg.runs, WallS: wall.Seconds(), MaxOpen: maxOpen.Load()}
 	var ttfb, ttft, joinTTFT []time.Duration
@@ -445,6 +452,8 @@ func run(cfg config) (*Report, error) {
 		rep.ServerPeakKB = end.hwm // the kernel's own high-water mark
 	}
 	rep.ServerCPUs = end.cpu - base.cpu
+	rep.StoreCommits = endCommits.commits - baseCommits.commits
+	rep.StoreWrites = endCommits.writes - baseCommits.writes
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		rep.LoadCPUs = tv(ru.Utime) + tv(ru.Stime)
@@ -499,6 +508,52 @@ func pct[T int32 | time.Duration | float64](sorted []T, p int) T {
 		i = 1
 	}
 	return sorted[i-1]
+}
+
+// commitCount is the store's commit counters, summed over the servers.
+type commitCount struct{ commits, writes int64 }
+
+// scrapeCommits reads goai_store_commits_total and goai_store_writes_total
+// from the /metrics of each server in urls (zero for one without them).
+func scrapeCommits(ctx context.Context, client *http.Client, urls []string) commitCount {
+	var c commitCount
+	seen := map[string]bool{}
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || seen[u.Host] {
+			continue
+		}
+		seen[u.Host] = true
+		m := url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/metrics"}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.String(), nil)
+		if err != nil {
+			continue
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
+		if err != nil {
+			continue
+		}
+		c.commits += metricCount(string(body), "goai_store_commits_total")
+		c.writes += metricCount(string(body), "goai_store_writes_total")
+	}
+	return c
+}
+
+// metricCount returns the value of the series name in a Prometheus text
+// body, 0 when it is absent.
+func metricCount(body, name string) int64 {
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // serverSample is the summed memory and CPU of the server processes.

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runGoai(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -165,6 +166,22 @@ func TestEnvSize(t *testing.T) {
 		t.Setenv("GOAI_WAL_LIMIT", v)
 		if _, err := envSize("GOAI_WAL_LIMIT"); err == nil || !strings.Contains(err.Error(), "GOAI_WAL_LIMIT") {
 			t.Errorf("%q: error %v, want one naming GOAI_WAL_LIMIT", v, err)
+		}
+	}
+}
+
+func TestSQLiteOptionsCommitGap(t *testing.T) {
+	t.Setenv("GOAI_WAL_LIMIT", "")
+	for v, want := range map[string]time.Duration{"": 0, "0": 0, "1ms": time.Millisecond, "500us": 500 * time.Microsecond, "100ms": 100 * time.Millisecond} {
+		t.Setenv("GOAI_COMMIT_GAP", v)
+		if o, err := sqliteOptions(); err != nil || o.CommitGap != want {
+			t.Errorf("%q: %+v, %v; want a gap of %v", v, o, err, want)
+		}
+	}
+	for _, v := range []string{"-1ms", "1s", "soon", "5"} {
+		t.Setenv("GOAI_COMMIT_GAP", v)
+		if _, err := sqliteOptions(); err == nil || !strings.Contains(err.Error(), "GOAI_COMMIT_GAP") {
+			t.Errorf("%q: error %v, want one naming GOAI_COMMIT_GAP", v, err)
 		}
 	}
 }

@@ -38,17 +38,38 @@ func openStore(ctx context.Context, spec string) (durable.Store, func(), error) 
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, nil, fmt.Errorf("creating the store directory: %w", err)
 		}
-		walLimit, err := envSize("GOAI_WAL_LIMIT")
+		opts, err := sqliteOptions()
 		if err != nil {
 			return nil, nil, err
 		}
-		st, err := sqlite.Open(path, &sqlite.Options{WALLimit: walLimit})
+		st, err := sqlite.Open(path, opts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("opening SQLite store %s: %w", path, err)
 		}
 		return st, func() { _ = st.Shutdown() }, nil
 	}
 	return nil, nil, fmt.Errorf("unknown store %q: use sqlite:PATH, postgres://... or none", spec)
+}
+
+// maxCommitGap bounds GOAI_COMMIT_GAP: every write waits up to the gap, so
+// more than this would be a latency no stream should pay.
+const maxCommitGap = 100 * time.Millisecond
+
+// sqliteOptions reads the SQLite store's tuning from the environment:
+// GOAI_WAL_LIMIT and GOAI_COMMIT_GAP.
+func sqliteOptions() (*sqlite.Options, error) {
+	walLimit, err := envSize("GOAI_WAL_LIMIT")
+	if err != nil {
+		return nil, err
+	}
+	gap, err := envDuration("GOAI_COMMIT_GAP", 0)
+	if err != nil {
+		return nil, err
+	}
+	if gap < 0 || gap > maxCommitGap {
+		return nil, fmt.Errorf("GOAI_COMMIT_GAP: %v is out of range (0 to %v)", gap, maxCommitGap)
+	}
+	return &sqlite.Options{WALLimit: walLimit, CommitGap: gap}, nil
 }
 
 // redactURL hides a password in a store URL for logs.

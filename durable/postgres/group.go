@@ -84,6 +84,9 @@ func (s *Store) commitOne(r *appendReq) {
 	ctx := context.WithoutCancel(s.ctx)
 	err := s.pool.QueryRow(ctx, appendSQL, r.args(s.opts.Channel)...).Scan(&r.res.first, &r.res.n, &r.res.code, &r.res.observed)
 	r.err = wrap("append", err)
+	if err == nil {
+		s.counted(1)
+	}
 	close(r.done)
 }
 
@@ -117,7 +120,21 @@ func (s *Store) commitGroup(group []*appendReq) {
 		}
 		return
 	}
+	s.counted(len(group))
 	for _, r := range group {
 		close(r.done)
 	}
+}
+
+// counted records a commit of n appends.
+func (s *Store) counted(n int) {
+	s.commits.Add(1)
+	s.writes.Add(int64(n))
+}
+
+// CommitStats implements durable.CommitCounter: the committer's
+// transactions (a lone append's statement among them). Writes other than
+// appends run on their own and are not counted.
+func (s *Store) CommitStats() durable.CommitStats {
+	return durable.CommitStats{Commits: s.commits.Load(), Writes: s.writes.Load()}
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goai-sdk/goai/durable"
@@ -67,6 +68,8 @@ type Store struct {
 	committerDone chan struct{}
 	once          sync.Once
 
+	commits, writes atomic.Int64 // CommitStats
+
 	mu     sync.RWMutex
 	closed bool
 }
@@ -77,6 +80,7 @@ var _ interface {
 	durable.Pruner
 	durable.Leaser
 	durable.ThreadStore
+	durable.CommitCounter
 } = (*Store)(nil)
 
 const schema = `

@@ -214,3 +214,34 @@ func TestReadAcrossInstances(t *testing.T) {
 	cs := newSchema(t)
 	durabletest.ReadAcrossInstances(t, open(t, cs, nil), open(t, cs, nil))
 }
+
+// CommitStats counts every append once, in a commit of one or more.
+func TestCommitStats(t *testing.T) {
+	s := open(t, newSchema(t), nil)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := s.Append(ctx, "alone", [][]byte{fmt.Appendf(nil, "%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := s.CommitStats(), (durable.CommitStats{Commits: 3, Writes: 3}); got != want {
+		t.Fatalf("three appends one after another: %+v, want %+v", got, want)
+	}
+	const producers = 40
+	errs := make(chan error, producers)
+	for i := range producers {
+		go func() {
+			_, err := s.Append(ctx, fmt.Sprintf("run-%d", i), [][]byte{[]byte(`{}`)})
+			errs <- err
+		}()
+	}
+	for range producers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := s.CommitStats()
+	if got.Writes != 3+producers || got.Commits < 4 || got.Commits > 3+producers {
+		t.Fatalf("after %d concurrent appends: %+v", producers, got)
+	}
+}

@@ -288,3 +288,55 @@ func TestBacklogStaysBounded(t *testing.T) {
 		t.Fatalf("the backlog's array holds %d for 300 writes", c)
 	}
 }
+
+// CommitStats counts a group as one commit of all its writes, and a group
+// that failed as the commits of its writes that succeeded alone.
+func TestCommitStatsCountGroups(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "goai.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	ctx := context.Background()
+	if err := s.Close(ctx, "run-closed"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CommitStats(); got != (durable.CommitStats{Commits: 1, Writes: 1}) {
+		t.Fatalf("after one write: %+v", got)
+	}
+	// queued holds the writer, queues an append to each of runs and
+	// releases it once all are queued; it returns the appends' errors.
+	queued := func(runs ...string) []error {
+		var wg sync.WaitGroup
+		release := holdWriter(s, &wg)
+		errs := make([]error, len(runs))
+		for i, run := range runs {
+			wg.Go(func() { _, errs[i] = s.Append(ctx, run, [][]byte{[]byte(`{}`)}) })
+		}
+		for len(s.ops) < len(runs) {
+			time.Sleep(time.Millisecond) // wait for all of them to be queued
+		}
+		release()
+		wg.Wait()
+		return errs
+	}
+	runs := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for _, err := range queued(runs...) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The held write, then the eight appends in one transaction.
+	if got, want := s.CommitStats(), (durable.CommitStats{Commits: 3, Writes: 10}); got != want {
+		t.Fatalf("after a group of eight: %+v, want %+v", got, want)
+	}
+	// A group with an append to a closed log fails, and each write runs
+	// alone: the held write and three commits of one append.
+	errs := queued("a", "b", "run-closed", "c")
+	if !errors.Is(errs[2], durable.ErrLogClosed) || errs[0] != nil || errs[1] != nil || errs[3] != nil {
+		t.Fatalf("appends: %v", errs)
+	}
+	if got, want := s.CommitStats(), (durable.CommitStats{Commits: 7, Writes: 14}); got != want {
+		t.Fatalf("after a failed group: %+v, want %+v", got, want)
+	}
+}

@@ -109,6 +109,8 @@ type Store struct {
 	backlog     []*op
 	backlogHead int
 
+	commits, writes atomic.Int64 // CommitStats
+
 	mu     sync.RWMutex // guards closed against sends on ops
 	closed bool
 }
@@ -120,6 +122,7 @@ var _ interface {
 	durable.Leaser
 	durable.ThreadStore
 	durable.QueuedAppender
+	durable.CommitCounter
 } = (*Store)(nil)
 
 // op is one write request run by the writer goroutine in a group
@@ -786,6 +789,12 @@ func (s *Store) commitAlone(o *op) {
 	s.finish(tx, []*op{o})
 }
 
+// CommitStats implements durable.CommitCounter. Compactions of the journal
+// and checkpoints, which carry no write, are not counted.
+func (s *Store) CommitStats() durable.CommitStats {
+	return durable.CommitStats{Commits: s.commits.Load(), Writes: s.writes.Load()}
+}
+
 // finish commits tx, in which every op of group succeeded, and reports
 // their outcome.
 func (s *Store) finish(tx *writeTx, group []*op) {
@@ -797,6 +806,8 @@ func (s *Store) finish(tx *writeTx, group []*op) {
 		return
 	}
 	s.jt.committed()
+	s.commits.Add(1)
+	s.writes.Add(int64(len(group)))
 	for _, o := range group {
 		if o.committed != nil {
 			o.committed()
