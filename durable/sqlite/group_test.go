@@ -27,21 +27,29 @@ func holdWriter(s *Store, wg *sync.WaitGroup) (release func()) {
 	return func() { close(hold) }
 }
 
+// openWithClosedLog opens a store, shut down when t ends, in which the log
+// of "run-closed" is closed: appending to it fails a group.
+func openWithClosedLog(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "goai.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown() })
+	if err := s.Close(context.Background(), "run-closed"); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestGroupFailureIsolated queues appends to several logs behind a write
 // that holds the writer, so that they share one group transaction, with
 // one of them appending to a closed log. That one must fail alone: every
 // other append is stored whole, the closed log gains nothing, and a batch
 // larger than one multi-row insert keeps its order.
 func TestGroupFailureIsolated(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "goai.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
+	s := openWithClosedLog(t)
 	ctx := context.Background()
-	if err := s.Close(ctx, "run-closed"); err != nil {
-		t.Fatal(err)
-	}
 
 	var wg sync.WaitGroup
 	release := holdWriter(s, &wg)
@@ -292,15 +300,8 @@ func TestBacklogStaysBounded(t *testing.T) {
 // CommitStats counts a group as one commit of all its writes, and a group
 // that failed as the commits of its writes that succeeded alone.
 func TestCommitStatsCountGroups(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "goai.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
+	s := openWithClosedLog(t)
 	ctx := context.Background()
-	if err := s.Close(ctx, "run-closed"); err != nil {
-		t.Fatal(err)
-	}
 	if got := s.CommitStats(); got != (durable.CommitStats{Commits: 1, Writes: 1}) {
 		t.Fatalf("after one write: %+v", got)
 	}
