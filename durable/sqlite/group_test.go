@@ -341,3 +341,110 @@ func TestCommitStatsCountGroups(t *testing.T) {
 		t.Fatalf("after a failed group: %+v, want %+v", got, want)
 	}
 }
+
+// Under a commit gap the writer sleeps: appends queued meanwhile stay in
+// its queue and are committed together when the gap ends, here at
+// shutdown, since the gap is an hour.
+func TestCommitGapHoldsQueuedWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "goai.db")
+	s, err := Open(path, &Options{CommitGap: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// A commit of two writes: several writers are about, so the next
+	// commit waits for the gap.
+	var wg sync.WaitGroup
+	release := holdWriter(s, &wg)
+	for _, run := range []string{"a", "b"} {
+		wg.Go(func() {
+			if _, err := s.Append(ctx, run, [][]byte{[]byte(`{}`)}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for len(s.ops) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+	before := s.CommitStats()
+
+	runs := []string{"c", "d", "e", "f", "g", "h", "i", "j"}
+	errs := make([]error, len(runs))
+	var appends sync.WaitGroup
+	var stored atomic.Int32
+	for i, run := range runs {
+		appends.Go(func() {
+			_, errs[i] = s.Append(ctx, run, [][]byte{[]byte(`{"run":"` + run + `"}`)})
+			stored.Add(1)
+		})
+	}
+	// The writer took the first and sleeps; the others wait in its queue.
+	for len(s.ops) < len(runs)-1 {
+		time.Sleep(time.Millisecond)
+	}
+	if n := stored.Load(); n != 0 {
+		t.Fatalf("%d appends returned during the gap", n)
+	}
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	appends.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("append to %s: %v", runs[i], err)
+		}
+	}
+	if got, want := s.CommitStats(), (durable.CommitStats{Commits: before.Commits + 1, Writes: before.Writes + int64(len(runs))}); got != want {
+		t.Fatalf("after the gap: %+v, want %+v (one commit of every queued append)", got, want)
+	}
+	s, err = Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	for _, run := range runs {
+		n := 0
+		for _, err := range s.Read(ctx, run, durable.FromStart) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			break
+		}
+		if n != 1 {
+			t.Fatalf("run %s: %d entries after reopening, want 1", run, n)
+		}
+	}
+}
+
+// A writer whose last commit was full does not wait for the gap: the
+// writes behind it are more than a commit takes already.
+func TestCommitGapSkippedAfterAFullCommit(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "goai.db"), &Options{CommitGap: time.Hour, MaxGroup: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	release := holdWriter(s, &wg)
+	runs := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for _, run := range runs {
+		wg.Go(func() {
+			if _, err := s.Append(ctx, run, [][]byte{[]byte(`{}`)}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for len(s.ops) < len(runs) {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait() // an hour if the second group waited for the gap
+	// The held write, then two full commits of four.
+	if got, want := s.CommitStats(), (durable.CommitStats{Commits: 3, Writes: 9}); got != want {
+		t.Fatalf("%+v, want %+v", got, want)
+	}
+}
