@@ -328,20 +328,31 @@ func TestStorageFailureIsAMissAndLogged(t *testing.T) {
 }
 
 // Many concurrent runs share one middleware and store (run with -race).
+// Each run calls the tool twice with the same arguments, one call after
+// the other: with room for every key, the second call is always a hit, so
+// each key runs at least once and each run at most once. With less room
+// than keys, another run may evict a run's entry between its two calls,
+// so the second may run too; every result is still right.
 func TestConcurrentRuns(t *testing.T) {
-	c := &calc{}
-	mw := toolcache.New(toolcache.Options{MaxSize: 4})
-	var wg sync.WaitGroup
-	for i := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			args := fmt.Sprintf(`{"a":%d}`, i%6)
-			run(t, c, []*chat.Middleware{mw}, nil, call("c1", "add", args), call("c2", "add", args))
-		}()
-	}
-	wg.Wait()
-	if n := len(c.executed()); n < 6 || n > 16 {
-		t.Fatalf("%d executions for 32 calls over 6 keys", n)
+	for _, tc := range []struct {
+		maxSize, most int
+	}{{6, 16}, {4, 32}} {
+		c := &calc{}
+		mw := toolcache.New(toolcache.Options{MaxSize: tc.maxSize})
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				args := fmt.Sprintf(`{"a":%d}`, i%6)
+				evs := run(t, c, []*chat.Middleware{mw}, nil, call("c1", "add", args), call("c2", "add", args))
+				want := fmt.Sprintf(`{"sum":%d}`, i%6)
+				if got := results(evs); len(got) != 2 || got[0] != want || got[1] != want {
+					t.Errorf("run %d: results %v, want two %s", i, got, want)
+				}
+			})
+		}
+		wg.Wait()
+		if n := len(c.executed()); n < 6 || n > tc.most {
+			t.Fatalf("MaxSize %d: %d executions for 32 calls over 6 keys, want 6 to %d", tc.maxSize, n, tc.most)
+		}
 	}
 }
