@@ -9,13 +9,15 @@ stop_server() {
 }
 trap stop_server EXIT
 
-# start_server KIND SCENARIO [GOAI]: starts one server (goai-plain,
+# start_server KIND SCENARIO [GOAI] [TAG]: starts one server (goai-plain,
 # goai-sqlite or reference; goai is the binary GOAI, default $out/goai) on a
 # free loopback port running SCENARIO; sets pid and url. A goai server also
-# gets the VAR=value words in $server_env (e.g. GOAI_COMMIT_GAP=1ms).
+# gets the VAR=value words in $server_env (e.g. GOAI_COMMIT_GAP=1ms). TAG
+# names its log and database apart from another server's of the same kind
+# and binary running at the same time.
 start_server() {
-  local kind=$1 sc=$2 bin=${3:-$out/goai}
-  local log="$out/server-$kind-${bin##*/}.log" db="$out/db-${bin##*/}"
+  local kind=$1 sc=$2 bin=${3:-$out/goai} tag=${4:+-$4}
+  local log="$out/server-$kind-${bin##*/}$tag.log" db="$out/db-${bin##*/}$tag"
   : >"$log"
   case $kind in
     goai-plain) env ${server_env:-} GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;

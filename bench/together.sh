@@ -26,6 +26,7 @@ out=${GOAI_BENCH_OUT:-$root/bench/out}
 mkdir -p "$out"
 command -v node >/dev/null || { echo "together.sh: node is required" >&2; exit 1; }
 
+source bench/servers.sh
 pids=()
 stop_all() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
@@ -43,30 +44,14 @@ want=$(( clients * 6 + 256 ))
 sc="$out/together-$tokens-$delay.json"
 "$out/load" -write-scenario "$sc" -tokens "$tokens" -delay-ms "$delay" -tool-every 3
 
-# start SIDE KIND BIN ENV: one server on a free loopback port; sets
-# url_SIDE and pid_SIDE.
+# start SIDE KIND BIN ENV: one server (servers.sh's start_server, tagged
+# with SIDE); sets url_SIDE and pid_SIDE.
 start() {
-  local side=$1 kind=$2 bin=$3 env=$4
-  local log="$out/together-$side.log" db="$out/together-db-$side"
-  : >"$log"
-  case $kind in
-    goai-plain) env $env GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;
-    goai-sqlite)
-      rm -rf "$db" && mkdir -p "$db"
-      env $env GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store "sqlite:$db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
-    reference) node bench/reference/server.mjs "$sc" >"$log" 2>&1 & ;;
-    *) echo "unknown server kind $kind" >&2; exit 2 ;;
-  esac
-  local p=$! u=
-  pids+=("$p")
-  for _ in $(seq 1 300); do
-    u=$(grep -o 'serving on http://[^ ]*' "$log" | head -1 | sed 's/serving on //') || true
-    [ -n "$u" ] && break
-    sleep 0.1
-  done
-  [ -n "$u" ] || { echo "$kind did not start:" >&2; cat "$log" >&2; exit 1; }
-  printf -v "url_$side" '%s/api/chat' "$u"
-  printf -v "pid_$side" '%s' "$p"
+  server_env=$4 start_server "$2" "$sc" "$3" "$1"
+  pids+=("$pid")
+  printf -v "url_$1" '%s' "$url"
+  printf -v "pid_$1" '%s' "$pid"
+  pid=
 }
 
 # drive SIDE KIND LABEL: bench/load against one side, its JSON to $out.

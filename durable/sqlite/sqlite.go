@@ -52,7 +52,7 @@ type Options struct {
 	// does not wait). Zero means none: every write is committed as soon as
 	// the writer is free. A gap trades latency for CPU: with 100 producers
 	// each appending a token every 10 ms, 2 ms took a commit from 10 to 28
-	// writes, saved 2 to 7 % of the server's CPU per event and added about
+	// writes, saved 2 to 10 % of the server's CPU per event and added about
 	// 1.5 ms to the median token latency (bench/README.md). CommitStats
 	// counts the writes a commit shares.
 	CommitGap time.Duration
