@@ -15,30 +15,32 @@ import (
 var migrations = []struct{ table, column, ddl string }{
 	{"goai_runs", "owner", `ALTER TABLE goai_runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''`},
 	{"goai_threads", "owner", `ALTER TABLE goai_threads ADD COLUMN owner TEXT NOT NULL DEFAULT ''`},
+	{"goai_logs", "id", `ALTER TABLE goai_logs ADD COLUMN id INTEGER`},
 }
 
 func migrate(db *sql.DB) error {
 	for _, m := range migrations {
-		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, m.table, m.column).Scan(&n); err != nil {
+		if has, err := hasColumn(db, m.table, m.column); err != nil {
 			return err
-		}
-		if n == 0 {
+		} else if !has {
 			if _, err := db.Exec(m.ddl); err != nil {
 				return err
 			}
 		}
 	}
+	if err := numberLogs(db); err != nil {
+		return fmt.Errorf("numbering the logs: %w", err)
+	}
 	if err := migrateToChunks(db); err != nil {
 		return err
 	}
-	if err := migrateChunksToArrivalOrder(db); err != nil {
+	if err := migrateChunksToLogs(db); err != nil {
 		return err
 	}
 	// goai_threads_owner answers ThreadOwner from the index: in the table,
 	// the owner column comes after the transcript, and reaching it walks
 	// the transcript's overflow pages.
-	_, err := db.Exec(`CREATE UNIQUE INDEX IF NOT EXISTS goai_chunks_seq ON goai_chunks (run_id, last_seq);
+	_, err := db.Exec(`CREATE UNIQUE INDEX IF NOT EXISTS goai_chunks_log ON goai_chunks (log, last_seq);
 CREATE INDEX IF NOT EXISTS goai_runs_finished ON goai_runs (finished_at) WHERE finished_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS goai_threads_owner ON goai_threads (thread_id, owner);
 CREATE TABLE IF NOT EXISTS goai_run_requests (
@@ -48,11 +50,86 @@ CREATE TABLE IF NOT EXISTS goai_run_requests (
 	return err
 }
 
-// migrateChunksToArrivalOrder rewrites a goai_chunks clustered by run
-// (WITHOUT ROWID, keyed by run_id and last_seq: the layout before the
-// table was in arrival order) as the current table, in one transaction. Its
-// index, goai_chunks_seq, is created after it by migrate.
-func migrateChunksToArrivalOrder(db *sql.DB) error {
+// hasColumn reports whether table has column.
+func hasColumn(q interface {
+	QueryRow(string, ...any) *sql.Row
+}, table, column string) (bool, error) {
+	var n int
+	err := q.QueryRow(`SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, table, column).Scan(&n)
+	return n > 0, err
+}
+
+// hasTable reports whether the database has table.
+func hasTable(q interface {
+	QueryRow(string, ...any) *sql.Row
+}, table string) (bool, error) {
+	var n int
+	err := q.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n)
+	return n > 0, err
+}
+
+// numberLogs gives every log without a number (goai_logs.id: a database
+// written before logs were numbered) one, in creation order after the
+// numbered ones, in one transaction. Entries whose run has no goai_logs
+// row (which no version wrote) get one first, open, so that moving them
+// under a number keeps them.
+func numberLogs(db *sql.DB) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var unnumbered int
+	if err := tx.QueryRow(`SELECT count(*) FROM goai_logs WHERE id IS NULL`).Scan(&unnumbered); err != nil {
+		return err
+	}
+	// Tables of entries that name their run: the journal, and, in the
+	// layouts before numbers, the chunks and the tables before chunks.
+	sources := []string{"goai_chunk_journal"}
+	for _, t := range []string{"goai_entries", "goai_journal"} {
+		if has, err := hasTable(tx, t); err != nil {
+			return err
+		} else if has {
+			sources = append(sources, t)
+		}
+	}
+	if named, err := hasColumn(tx, "goai_chunks", "run_id"); err != nil {
+		return err
+	} else if named {
+		sources = append(sources, "goai_chunks")
+	}
+	if unnumbered == 0 && len(sources) == 1 {
+		// The current layout, numbered throughout: the journal's runs
+		// have their logs (an append creates the log first).
+		_, err := tx.Exec(`CREATE UNIQUE INDEX IF NOT EXISTS goai_logs_id ON goai_logs (id)`)
+		if err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	for _, t := range sources {
+		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at)
+			SELECT DISTINCT run_id, 0, 0 FROM ` + t + ` WHERE run_id NOT IN (SELECT run_id FROM goai_logs)`); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(`WITH n AS (
+			SELECT run_id, row_number() OVER (ORDER BY created_at, run_id) AS k FROM goai_logs WHERE id IS NULL)
+		UPDATE goai_logs SET id = (SELECT coalesce(max(id), 0) FROM goai_logs) + n.k FROM n WHERE goai_logs.run_id = n.run_id`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`CREATE UNIQUE INDEX IF NOT EXISTS goai_logs_id ON goai_logs (id)`); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// migrateChunksToLogs rewrites a goai_chunks that names runs (the layouts
+// before logs were numbered: in arrival order, or before that clustered by
+// run, WITHOUT ROWID and keyed by run_id and last_seq) as the current
+// table, whose chunks name their log's number, in one transaction. Its
+// index, goai_chunks_log, is created after it by migrate.
+func migrateChunksToLogs(db *sql.DB) error {
 	// The layout is read in the transaction (which holds the write lock),
 	// so that two processes opening an old database rewrite it once.
 	tx, err := db.Begin()
@@ -60,23 +137,26 @@ func migrateChunksToArrivalOrder(db *sql.DB) error {
 		return err
 	}
 	defer tx.Rollback()
+	if named, err := hasColumn(tx, "goai_chunks", "run_id"); err != nil || !named {
+		return err
+	}
 	var ddl string
-	err = tx.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'goai_chunks'`).Scan(&ddl)
-	if err != nil {
+	if err := tx.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'goai_chunks'`).Scan(&ddl); err != nil {
 		return fmt.Errorf("the chunk table: %w", err)
 	}
-	if !strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID") {
-		return nil
+	order := `c.id` // arrival order, kept
+	if strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID") {
+		order = `c.run_id, c.last_seq`
 	}
 	for _, q := range []string{
 		`ALTER TABLE goai_chunks RENAME TO goai_chunks_by_run`,
 		chunksTable,
-		`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data)
-			SELECT run_id, last_seq, first_seq, data FROM goai_chunks_by_run ORDER BY run_id, last_seq`,
+		`INSERT INTO goai_chunks (log, last_seq, first_seq, data)
+			SELECT l.id, c.last_seq, c.first_seq, c.data FROM goai_chunks_by_run c JOIN goai_logs l ON l.run_id = c.run_id ORDER BY ` + order,
 		`DROP TABLE goai_chunks_by_run`,
 	} {
 		if _, err := tx.Exec(q); err != nil {
-			return fmt.Errorf("moving the chunks to arrival order: %w", err)
+			return fmt.Errorf("numbering the chunks' logs: %w", err)
 		}
 	}
 	return tx.Commit()
@@ -86,29 +166,23 @@ func migrateChunksToArrivalOrder(db *sql.DB) error {
 // one per row, into goai_chunks as chunks of one (whose data is the
 // entry's bytes as they are), in one transaction.
 func migrateToChunks(db *sql.DB) error {
-	var old int
-	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goai_entries'`).Scan(&old); err != nil {
+	if old, err := hasTable(db, "goai_entries"); err != nil || !old {
 		return err
-	}
-	if old == 0 {
-		return nil
 	}
 	tx, err := db.Begin()
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data)
-		SELECT run_id, seq, seq, data FROM goai_entries ORDER BY run_id, seq`); err != nil {
+	if _, err := tx.Exec(`INSERT INTO goai_chunks (log, last_seq, first_seq, data)
+		SELECT l.id, e.seq, e.seq, e.data FROM goai_entries e JOIN goai_logs l ON l.run_id = e.run_id ORDER BY e.run_id, e.seq`); err != nil {
 		return err
 	}
-	var journal int
-	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goai_journal'`).Scan(&journal); err != nil {
+	if journal, err := hasTable(tx, "goai_journal"); err != nil {
 		return err
-	}
-	if journal > 0 {
-		if _, err := tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data)
-			SELECT run_id, seq, seq, data FROM goai_journal ORDER BY run_id, seq`); err != nil {
+	} else if journal {
+		if _, err := tx.Exec(`INSERT INTO goai_chunks (log, last_seq, first_seq, data)
+			SELECT l.id, j.seq, j.seq, j.data FROM goai_journal j JOIN goai_logs l ON l.run_id = j.run_id ORDER BY j.run_id, j.seq`); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(`DROP TABLE goai_journal`); err != nil {

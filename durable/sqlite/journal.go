@@ -8,7 +8,7 @@ import (
 )
 
 // The journal. Small appends do not insert into goai_chunks, whose index
-// goai_chunks_seq is ordered by run: with a hundred runs appending a token
+// goai_chunks_log is ordered by log: with a hundred runs appending a token
 // each, every commit would write an index page per run (a WAL frame of 4
 // KiB each), a page per event. They go to goai_chunk_journal instead, a
 // table in arrival order without an index, whose last page takes the
@@ -37,7 +37,7 @@ const defaultJournalRows = 1024
 
 // tailSQL is the tail (highest seq) of the log of run ?1, over both tables.
 const tailSQL = `max(
-	(SELECT coalesce(max(last_seq), 0) FROM goai_chunks WHERE run_id = ?1),
+	(SELECT coalesce(max(last_seq), 0) FROM goai_chunks WHERE log = ` + logOf + `),
 	(SELECT coalesce(max(last_seq), 0) FROM goai_chunk_journal WHERE run_id = ?1))`
 
 // journalTails is the writer's knowledge of log tails, touched only by
@@ -399,8 +399,8 @@ func mergeJournal(rows []journalRow, put func(journalRow) error) error {
 // compactRun moves runID's journal rows into goai_chunks within tx (for
 // writes that edit entries in place).
 func compactRun(tx *writeTx, runID string) error {
-	if _, err := tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data)
-		SELECT run_id, last_seq, first_seq, data FROM goai_chunk_journal WHERE run_id = ? ORDER BY last_seq`, runID); err != nil {
+	if _, err := tx.Exec(`INSERT INTO goai_chunks (log, last_seq, first_seq, data)
+		SELECT `+logOf+`, last_seq, first_seq, data FROM goai_chunk_journal WHERE run_id = ?1 ORDER BY last_seq`, runID); err != nil {
 		return err
 	}
 	_, err := tx.Exec(`DELETE FROM goai_chunk_journal WHERE run_id = ?`, runID)

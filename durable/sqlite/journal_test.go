@@ -145,7 +145,7 @@ func TestCompactionFromCopies(t *testing.T) {
 	// without a copy (a write the writer's bookkeeping missed): the same
 	// connection, so PRAGMA data_version does not see it.
 	err := h.s.exec(context.Background(), noRun, func(tx *writeTx) error {
-		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES ('c', 0, 0)`); err != nil {
+		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, id) VALUES ('c', 0, 0, ` + newLogID + `)`); err != nil {
 			return err
 		}
 		_, err := tx.Exec(`INSERT INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES ('c', 1, 1, 'c0')`)

@@ -337,7 +337,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 		}
 		var last int64
 		var closed sql.NullInt64
-		err := tx.QueryRow(`SELECT (SELECT coalesce(max(last_seq), 0) FROM goai_chunks WHERE run_id = ?1), closed_at FROM goai_logs WHERE run_id = ?1`, runID).Scan(&last, &closed)
+		err := tx.QueryRow(`SELECT (SELECT coalesce(max(last_seq), 0) FROM goai_chunks WHERE log = l.id), closed_at FROM goai_logs l WHERE run_id = ?1`, runID).Scan(&last, &closed)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -349,7 +349,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES (?, 0, ?) ON CONFLICT (run_id) DO NOTHING`, runID, now); err != nil {
+		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, id) VALUES (?1, 0, ?2, `+newLogID+`) ON CONFLICT (run_id) DO NOTHING`, runID, now); err != nil {
 			return fmt.Errorf("durable/sqlite: upsert: %w", err)
 		}
 		for i, e := range entries {
@@ -362,8 +362,8 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 			if data == nil {
 				data = []byte{}
 			}
-			if _, err := tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data) VALUES (?1, ?2, ?2, ?3)
-				ON CONFLICT (run_id, last_seq) DO UPDATE SET data = excluded.data`, runID, seqs[i], data); err != nil {
+			if _, err := tx.Exec(`INSERT INTO goai_chunks (log, last_seq, first_seq, data) VALUES (`+logOf+`, ?2, ?2, ?3)
+				ON CONFLICT (log, last_seq) DO UPDATE SET data = excluded.data`, runID, seqs[i], data); err != nil {
 				return fmt.Errorf("durable/sqlite: upsert: %w", err)
 			}
 		}
@@ -385,7 +385,7 @@ func (s *Store) Upsert(ctx context.Context, runID string, entries []durable.Entr
 func splitChunkAt(tx *writeTx, runID string, seq int64) error {
 	var first, last int64
 	var data []byte
-	err := tx.QueryRow(`SELECT first_seq, last_seq, data FROM goai_chunks WHERE run_id = ? AND last_seq >= ? ORDER BY last_seq LIMIT 1`, runID, seq).
+	err := tx.QueryRow(`SELECT first_seq, last_seq, data FROM goai_chunks WHERE log = `+logOf+` AND last_seq >= ?2 ORDER BY last_seq LIMIT 1`, runID, seq).
 		Scan(&first, &last, &data)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && (first > seq || first == last) {
 		return nil
@@ -393,12 +393,12 @@ func splitChunkAt(tx *writeTx, runID string, seq int64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(`DELETE FROM goai_chunks WHERE run_id = ? AND last_seq = ?`, runID, last); err != nil {
+	if _, err := tx.Exec(`DELETE FROM goai_chunks WHERE log = `+logOf+` AND last_seq = ?2`, runID, last); err != nil {
 		return err
 	}
 	var ins error
 	err = decodeChunk(first, last, data, first-1, last, func(seq int64, b []byte) bool {
-		_, ins = tx.Exec(`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data) VALUES (?1, ?2, ?2, ?3)`, runID, seq, b)
+		_, ins = tx.Exec(`INSERT INTO goai_chunks (log, last_seq, first_seq, data) VALUES (`+logOf+`, ?2, ?2, ?3)`, runID, seq, b)
 		return ins == nil
 	})
 	return errors.Join(err, ins)
@@ -411,7 +411,7 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 		s.jt.journalChanged()
 		c := cutoff.UnixMilli()
 		for _, q := range []string{
-			`DELETE FROM goai_chunks WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
+			`DELETE FROM goai_chunks WHERE log IN (SELECT id FROM goai_logs WHERE closed_at <= ?)`,
 			`DELETE FROM goai_chunk_journal WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
 			`DELETE FROM goai_producers WHERE run_id IN (SELECT run_id FROM goai_logs WHERE closed_at <= ?)`,
 		} {

@@ -144,7 +144,7 @@ func TestMigratesChunksToArrivalOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var index, old int
-	if err := db.QueryRow(`SELECT count(*) FROM pragma_index_list('goai_chunks') WHERE name = 'goai_chunks_seq' AND "unique"`).Scan(&index); err != nil {
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_index_list('goai_chunks') WHERE name = 'goai_chunks_log' AND "unique"`).Scan(&index); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'goai_chunks_by_run'`).Scan(&old); err != nil {
@@ -152,6 +152,80 @@ func TestMigratesChunksToArrivalOrder(t *testing.T) {
 	}
 	if strings.Contains(ddl, "WITHOUT ROWID") || index != 1 || old != 0 {
 		t.Fatalf("after the migration: goai_chunks %q, unique index %d, old table %d", ddl, index, old)
+	}
+}
+
+// A database whose chunks name their run (the layout before logs were
+// numbered) opens with every entry where it was: logs are numbered in
+// creation order, an entry whose run had no goai_logs row keeps it (its
+// log is opened for it), the old index is gone, and logs created after
+// are numbered after them.
+func TestMigratesChunksToNumberedLogs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	writeDatabase(t, path,
+		`CREATE TABLE goai_logs (run_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL, created_at INTEGER NOT NULL, closed_at INTEGER) WITHOUT ROWID`,
+		`CREATE TABLE goai_chunks (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, last_seq INTEGER NOT NULL, first_seq INTEGER NOT NULL, data BLOB NOT NULL)`,
+		`CREATE UNIQUE INDEX goai_chunks_seq ON goai_chunks (run_id, last_seq)`,
+		`CREATE TABLE goai_chunk_journal (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, last_seq INTEGER NOT NULL, first_seq INTEGER NOT NULL, data BLOB NOT NULL)`,
+		`INSERT INTO goai_logs VALUES ('late', 0, 20, NULL), ('early', 2, 10, 11)`,
+		`INSERT INTO goai_chunks (run_id, last_seq, first_seq, data) VALUES ('late', 1, 1, 'a'), ('early', 1, 1, 'x'), ('late', 2, 2, 'b'), ('early', 2, 2, 'y'), ('stray', 1, 1, 's')`,
+		`INSERT INTO goai_chunk_journal (run_id, last_seq, first_seq, data) VALUES ('late', 3, 3, 'c'), ('lost', 1, 1, 'l')`,
+	)
+	s := open(t, path)
+	ctx := context.Background()
+	if _, err := s.Append(ctx, "late", [][]byte{[]byte("d")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "new", [][]byte{[]byte("n")}); err != nil {
+		t.Fatal(err)
+	}
+	for run, want := range map[string]string{"late": "[a b c d]", "early": "[x y]", "stray": "[s]", "lost": "[l]", "new": "[n]"} {
+		if got := logData(t, s, run); got != want {
+			t.Fatalf("log %s after the migration: %s, want %s", run, got, want)
+		}
+	}
+	if _, err := s.Append(ctx, "early", [][]byte{[]byte("z")}); !errors.Is(err, durable.ErrLogClosed) {
+		t.Fatalf("append to the closed log after the migration: %v", err)
+	}
+	if _, err := s.Append(ctx, "stray", [][]byte{[]byte("t")}); err != nil {
+		t.Fatalf("append to a log opened by the migration: %v", err)
+	}
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT run_id FROM goai_logs ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for rows.Next() {
+		var run string
+		if err := rows.Scan(&run); err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, run)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// By creation time; the logs the migration opened were created at 0.
+	if got := fmt.Sprint(order); got != "[lost stray early late new]" {
+		t.Fatalf("logs by number: %s", got)
+	}
+	var named, oldIndex int
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('goai_chunks') WHERE name = 'run_id'`).Scan(&named); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name IN ('goai_chunks_seq', 'goai_chunks_by_run')`).Scan(&oldIndex); err != nil {
+		t.Fatal(err)
+	}
+	if named != 0 || oldIndex != 0 {
+		t.Fatalf("after the migration: run_id column %d, old index or table %d", named, oldIndex)
 	}
 }
 

@@ -177,10 +177,15 @@ func oneRun(runID string) scope { return scope{run: runID} }
 
 // schema: a log's entries are in chunks (chunk.go) in goai_chunks and,
 // appended since the last compaction, in goai_chunk_journal (journal.go).
-// goai_chunks is in arrival order, found by run through goai_chunks_seq
-// (run_id, last_seq), which migrate creates: a compaction then appends its
+// goai_chunks is in arrival order, found by log through goai_chunks_log
+// (log, last_seq), which migrate creates: a compaction then appends its
 // chunks to the table's last pages and writes a small index entry per run,
 // where a table clustered by run had a page of its own rewritten per run.
+// A chunk names its log by number (goai_logs.id, given in creation order),
+// not by run id: the logs being written are then neighbours in the index,
+// whose entries for a hundred busy runs share a few pages, where run ids
+// (random, as clients make them) put each run's entries on a page of its
+// own, written again by every commit that carries the run's chunks.
 // Its tail is the highest seq stored, not a counter, so that an append
 // writes one page of the journal and nothing else; goai_logs.last_seq
 // records the tail when the log is closed. (A database written before
@@ -191,7 +196,8 @@ CREATE TABLE IF NOT EXISTS goai_logs (
 	run_id     TEXT PRIMARY KEY,
 	last_seq   INTEGER NOT NULL,
 	created_at INTEGER NOT NULL,
-	closed_at  INTEGER
+	closed_at  INTEGER,
+	id         INTEGER
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS goai_logs_closed ON goai_logs (closed_at) WHERE closed_at IS NOT NULL;
 ` + chunksTable + `;
@@ -243,7 +249,7 @@ CREATE TABLE IF NOT EXISTS goai_threads (
 // chunksTable creates goai_chunks, in its current layout.
 const chunksTable = `CREATE TABLE IF NOT EXISTS goai_chunks (
 	id        INTEGER PRIMARY KEY,
-	run_id    TEXT NOT NULL,
+	log       INTEGER NOT NULL,
 	last_seq  INTEGER NOT NULL,
 	first_seq INTEGER NOT NULL,
 	data      BLOB NOT NULL

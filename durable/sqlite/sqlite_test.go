@@ -395,7 +395,7 @@ func TestCompactionMergesJournalRows(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM goai_chunk_journal`).Scan(&journal); err != nil || journal != 0 {
 		t.Fatalf("journal rows after the compaction: %d %v", journal, err)
 	}
-	rows, err := db.Query(`SELECT run_id, first_seq, last_seq FROM goai_chunks ORDER BY run_id, last_seq`)
+	rows, err := db.Query(`SELECT l.run_id, c.first_seq, c.last_seq FROM goai_chunks c JOIN goai_logs l ON l.id = c.log ORDER BY l.run_id, c.last_seq`)
 	if err != nil {
 		t.Fatal(err)
 	}

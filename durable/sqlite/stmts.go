@@ -32,6 +32,14 @@ type stmts struct {
 	writer map[*sql.Stmt]bool // the statements prepared on the writer's connection
 }
 
+// logOf is the number of run ?1's log (goai_logs.id), under which its
+// chunks are filed.
+const logOf = `(SELECT id FROM goai_logs WHERE run_id = ?1)`
+
+// newLogID numbers a new log: in creation order, so that the logs being
+// written are neighbours in goai_chunks_log (sqlite.go, schema).
+const newLogID = `(SELECT coalesce(max(id), 0) + 1 FROM goai_logs)`
+
 // listSQL starts the queries that list run records.
 const listSQL = `SELECT ` + runColumns + ` FROM goai_runs WHERE `
 
@@ -62,7 +70,7 @@ const appendStateSQL = `SELECT
 // the index range scanned.
 const readLogSQL = `
 	WITH e AS (
-		SELECT first_seq, last_seq, data FROM goai_chunks WHERE run_id = ?1 AND last_seq > ?2 AND last_seq <= ?4 AND first_seq <= ?3
+		SELECT first_seq, last_seq, data FROM goai_chunks WHERE log = ` + logOf + ` AND last_seq > ?2 AND last_seq <= ?4 AND first_seq <= ?3
 		UNION ALL
 		SELECT first_seq, last_seq, data FROM goai_chunk_journal WHERE run_id = ?1 AND last_seq > ?2 AND first_seq <= ?3
 	)
@@ -99,16 +107,16 @@ func (s *Store) prepare() error {
 		rollback:     w(`ROLLBACK`),
 		producerGet:  w(`SELECT first_seq, n FROM goai_producers WHERE run_id = ? AND producer_id = ? AND producer_seq = ?`),
 		appendState:  w(appendStateSQL),
-		logCreate:    w(`INSERT INTO goai_logs (run_id, last_seq, created_at) VALUES (?, 0, ?)`),
+		logCreate:    w(`INSERT INTO goai_logs (run_id, last_seq, created_at, id) VALUES (?1, 0, ?2, ` + newLogID + `)`),
 		tailGet:      w(`SELECT ` + tailSQL),
 		dataVersion:  w(`PRAGMA data_version`),
 		journalPut:   w(`INSERT INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES (?, ?, ?, ?)`),
-		chunkPut:     w(`INSERT INTO goai_chunks (run_id, first_seq, last_seq, data) VALUES (?, ?, ?, ?)`),
+		chunkPut:     w(`INSERT INTO goai_chunks (log, first_seq, last_seq, data) VALUES (` + logOf + `, ?2, ?3, ?4)`),
 		producerPut:  w(`INSERT INTO goai_producers (run_id, producer_id, producer_seq, first_seq, n) VALUES (?, ?, ?, ?, ?)`),
 		journalAll:   w(`SELECT run_id, first_seq, last_seq, data FROM goai_chunk_journal ORDER BY run_id, last_seq`),
 		journalClear: w(`DELETE FROM goai_chunk_journal`),
-		logClose: w(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at)
-			VALUES (?1, ?2, ?3, ?3)
+		logClose: w(`INSERT INTO goai_logs (run_id, last_seq, created_at, closed_at, id)
+			VALUES (?1, ?2, ?3, ?3, ` + newLogID + `)
 			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at), last_seq = excluded.last_seq`),
 		runGet:    w(`SELECT ` + runColumns + ` FROM goai_runs WHERE run_id = ?`),
 		runUpdate: w(`UPDATE goai_runs SET (` + runColumns + `) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE run_id = ?`),
@@ -133,7 +141,7 @@ func (s *Store) prepare() error {
 		busyShort:  w(`PRAGMA busy_timeout = 50`),
 		busyLong:   w(fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyTimeoutMs)),
 
-		readPage: prep(r, `SELECT first_seq, last_seq, data FROM goai_chunks WHERE run_id = ?1 AND last_seq > ?2 AND last_seq <= ?4 AND first_seq <= ?3
+		readPage: prep(r, `SELECT first_seq, last_seq, data FROM goai_chunks WHERE log = `+logOf+` AND last_seq > ?2 AND last_seq <= ?4 AND first_seq <= ?3
 			UNION ALL SELECT first_seq, last_seq, data FROM goai_chunk_journal WHERE run_id = ?1 AND last_seq > ?2 AND first_seq <= ?3
 			ORDER BY last_seq`),
 		readState:       prep(r, `SELECT `+tailSQL+`, closed_at FROM goai_logs WHERE run_id = ?1`),
