@@ -190,14 +190,7 @@ func TestMigratesChunksToNumberedLogs(t *testing.T) {
 	if _, err := s.Append(ctx, "stray", [][]byte{[]byte("t")}); err != nil {
 		t.Fatalf("append to a log opened by the migration: %v", err)
 	}
-	if err := s.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := shutDown(t, s, path)
 	rows, err := db.Query(`SELECT run_id FROM goai_logs ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +220,21 @@ func TestMigratesChunksToNumberedLogs(t *testing.T) {
 	if named != 0 || oldIndex != 0 {
 		t.Fatalf("after the migration: run_id column %d, old index or table %d", named, oldIndex)
 	}
+}
+
+// shutDown shuts s down and opens its database, at path, for the test to
+// look into; the test's end closes it.
+func shutDown(t *testing.T, s *sqlite.Store, path string) *sql.DB {
+	t.Helper()
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // writeDatabase creates the database at path with statements, as an older

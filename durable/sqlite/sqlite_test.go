@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -383,14 +382,7 @@ func TestCompactionMergesJournalRows(t *testing.T) {
 	}
 	// Far below the journal's compaction size: the one compaction is the
 	// one at Shutdown.
-	if err := s.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := shutDown(t, s, path)
 	var journal int
 	if err := db.QueryRow(`SELECT count(*) FROM goai_chunk_journal`).Scan(&journal); err != nil || journal != 0 {
 		t.Fatalf("journal rows after the compaction: %d %v", journal, err)
