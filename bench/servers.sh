@@ -1,6 +1,7 @@
 # Sourced by the serving benchmarks (serve-vs-reference.sh, slo.sh,
-# before-after.sh): one server process at a time, and one bench/load run
-# against it. Needs $out (bench/load built as $out/load) and the caller's
+# before-after.sh, together.sh): start_server starts a server, and measure
+# runs one at a time with one bench/load run against it (together.sh runs
+# two at once, tagged apart, and stops them itself). Needs $out (bench/load built as $out/load) and the caller's
 # cwd at the repository root.
 
 pid=
@@ -10,7 +11,7 @@ stop_server() {
 trap stop_server EXIT
 
 # start_server KIND SCENARIO [GOAI] [TAG]: starts one server (goai-plain,
-# goai-sqlite or reference; goai is the binary GOAI, default $out/goai) on a
+# goai-sqlite, goai-memory: durable on the in-process store, or reference; goai is the binary GOAI, default $out/goai) on a
 # free loopback port running SCENARIO; sets pid and url. A goai server also
 # gets the VAR=value words in $server_env (e.g. GOAI_COMMIT_GAP=1ms). TAG
 # names its log and database apart from another server's of the same kind
@@ -24,6 +25,7 @@ start_server() {
     goai-sqlite)
       rm -rf "$db" && mkdir -p "$db"
       env ${server_env:-} GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store "sqlite:$db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
+    goai-memory) env ${server_env:-} GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store memory --model "scripted:$sc" >"$log" 2>&1 & ;;
     reference) node bench/reference/server.mjs "$sc" >"$log" 2>&1 & ;;
     *) echo "unknown server kind $kind" >&2; exit 2 ;;
   esac

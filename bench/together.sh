@@ -8,13 +8,15 @@
 # round and the median ratio B/A of CPU per event, with both sides' token
 # latency.
 #
-# A and B are server kinds as in servers.sh: goai-plain, goai-sqlite or
-# reference. A_ENV and B_ENV are VAR=value words for a goai side
+# A and B are server kinds as in servers.sh: goai-plain, goai-sqlite,
+# goai-memory or reference. A_ENV and B_ENV are VAR=value words for a goai side
 # (B_ENV=GOAI_COMMIT_GAP=2ms); A_BIN and B_BIN are goai binaries (default:
-# the working tree, built here).
+# the working tree, built here); A_LOAD_FLAGS and B_LOAD_FLAGS are more
+# bench/load flags for one side (B_LOAD_FLAGS=-sorted-ids).
 #
 # Usage: bench/together.sh [ROUNDS]
-# env: A=goai-plain B=goai-sqlite A_ENV= B_ENV= A_BIN= B_BIN= CLIENTS=100
+# env: A=goai-plain B=goai-sqlite A_ENV= B_ENV= A_BIN= B_BIN= A_LOAD_FLAGS=
+#      B_LOAD_FLAGS= CLIENTS=100
 #      RUNS=4 DELAY=10 TOKENS=200 GOAI_BENCH_OUT=dir
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +31,7 @@ command -v node >/dev/null || { echo "together.sh: node is required" >&2; exit 1
 source bench/servers.sh
 pids=()
 stop_all() {
+  stop_server # a server start_server started but that never served
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   pids=()
 }
@@ -59,8 +62,10 @@ drive() {
   local side=$1 kind=$2 wire=agui url pid
   [ "$kind" = reference ] && wire=tanstack
   url=url_$side pid=pid_$side
+  local flags=${side^^}_LOAD_FLAGS
+  # shellcheck disable=SC2086 # the flags are words
   "$out/load" -url "${!url}" -pid "${!pid}" -clients "$clients" -runs "$runs" -tokens "$tokens" \
-    -wire "$wire" -warmup 5 -timeout 10m -json -label "$3" >"$out/together-$side.json"
+    -wire "$wire" -warmup 5 -timeout 10m -json ${!flags:-} -label "$3" >"$out/together-$side.json"
 }
 
 results="$out/together.jsonl"

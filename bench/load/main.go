@@ -62,6 +62,7 @@ func main() {
 		label         = flag.String("label", "", "label printed with the results")
 		asJSON        = flag.Bool("json", false, "print the results as one JSON object")
 		cpuProfile    = flag.String("cpuprofile", "", "write the load generator's own CPU profile to FILE")
+		sortedIDs     = flag.Bool("sorted-ids", false, "run ids that sort in the order runs start (round, then client); by default they sort by client, so the runs going at one time are scattered among the ids, as clients' random ids are")
 	)
 	flag.Parse()
 	spec := scenarioSpec{Tokens: *tokens, DelayMs: *delayMs, ToolEvery: *toolEvery, HoldMs: *holdMs}
@@ -78,7 +79,7 @@ func main() {
 	}
 	cfg := config{
 		urls: strings.Split(*target, ","), join: *join, clients: *clients, runs: *runs, ramp: *ramp, tokens: *tokens,
-		oneTerminal: *wire == "agui", timeout: *timeout, warmup: *warmup,
+		oneTerminal: *wire == "agui", timeout: *timeout, warmup: *warmup, sortedIDs: *sortedIDs,
 	}
 	for _, p := range strings.Split(*pids, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -189,8 +190,21 @@ type config struct {
 	// runPrefix makes run ids unique per invocation: a durable server
 	// answers a known X-Run-Id by replaying that run's log.
 	runPrefix string
+	sortedIDs bool // runID sorts by round, then client
 	// tokenStrings are the tokens' deltas, shared by every stream's decoder.
 	tokenStrings []string
+}
+
+// runID names client c's run r. Sorted, the ids of the runs going at one
+// time are neighbours (round r of every client), as the keys of a store
+// that numbers runs as they start are; by default they are as far apart as
+// the clients (client c's every round), which is what random ids do to a
+// store keyed by them (bench/README.md, fifteenth pass).
+func (cfg *config) runID(c, r int) string {
+	if cfg.sortedIDs {
+		return fmt.Sprintf("load-%s-%06d-%06d", cfg.runPrefix, r, c)
+	}
+	return fmt.Sprintf("load-%s-%d-%d", cfg.runPrefix, c, r)
 }
 
 // Report is the outcome of one load run.
@@ -364,7 +378,7 @@ func run(cfg config) (*Report, error) {
 				if cfg.join {
 					joinURL = cfg.urls[(c+1)%len(cfg.urls)]
 				}
-				res := stream(ctx, client, cfg, url, joinURL, fmt.Sprintf("load-%s-%d-%d", cfg.runPrefix, c, r), &open, &maxOpen, &o.lat, &o.joinLat)
+				res := stream(ctx, client, cfg, url, joinURL, cfg.runID(c, r), &open, &maxOpen, &o.lat, &o.joinLat)
 				o.results = append(o.results, res)
 			}
 		}(c)

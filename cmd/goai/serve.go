@@ -29,7 +29,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", envOr("GOAI_ADDR", "127.0.0.1:8080"), "listen address")
 	model := fs.String("model", envOr("GOAI_MODEL", defaultModel(os.Getenv)), "model: provider:model (openai, openai-chat, anthropic, gemini, ollama, openaicompat), scripted:FILE, or demo")
 	wire := fs.String("wire", envOr("GOAI_WIRE", "agui"), "wire profile: agui or tanstack")
-	storeURL := fs.String("store", envOr("GOAI_STORE", "sqlite:.goai/goai.db"), "run store: sqlite:PATH, postgres://..., or none")
+	storeURL := fs.String("store", envOr("GOAI_STORE", "sqlite:.goai/goai.db"), "run store: sqlite:PATH, postgres://..., memory, or none")
 	token := fs.String("token", "", "API token (visible to local users in ps: prefer GOAI_TOKEN or GOAI_TOKEN_FILE)")
 	insecure := fs.Bool("insecure", false, "serve a non-loopback address without a token")
 	agentCfg := addAgentFlags(fs)
@@ -171,6 +171,8 @@ func storeKind(spec string) string {
 		return "postgres"
 	case strings.HasPrefix(spec, "sqlite:"):
 		return "sqlite"
+	case spec == "memory":
+		return "memory"
 	}
 	return "unknown"
 }

@@ -20,11 +20,16 @@ import (
 )
 
 // openStore opens the run store named by spec: sqlite:PATH (the embedded
-// default), postgres://... for many replicas, or none.
+// default), postgres://... for many replicas, memory, or none.
 func openStore(ctx context.Context, spec string) (durable.Store, func(), error) {
 	switch {
 	case spec == "" || spec == "none":
 		return nil, func() {}, nil
+	case spec == "memory":
+		// Durable runs within the process: a client that goes away finds
+		// its run again, a restart loses every run. It also measures what
+		// durability costs apart from a database (bench/README.md).
+		return durable.NewMemory(nil), func() {}, nil
 	case strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://"):
 		st, err := postgres.Open(ctx, spec, nil)
 		if err != nil {
@@ -48,7 +53,7 @@ func openStore(ctx context.Context, spec string) (durable.Store, func(), error) 
 		}
 		return st, func() { _ = st.Shutdown() }, nil
 	}
-	return nil, nil, fmt.Errorf("unknown store %q: use sqlite:PATH, postgres://... or none", spec)
+	return nil, nil, fmt.Errorf("unknown store %q: use sqlite:PATH, postgres://..., memory or none", spec)
 }
 
 // maxCommitGap bounds GOAI_COMMIT_GAP: every write waits up to the gap, so

@@ -98,7 +98,7 @@ func numberLogs(db *sql.DB) error {
 	} else if named {
 		sources = append(sources, "goai_chunks")
 	}
-	if unnumbered == 0 && len(sources) == 1 {
+	if older := len(sources) > 1; unnumbered == 0 && !older {
 		// The current layout, numbered throughout: the journal's runs
 		// have their logs (an append creates the log first).
 		_, err := tx.Exec(`CREATE UNIQUE INDEX IF NOT EXISTS goai_logs_id ON goai_logs (id)`)

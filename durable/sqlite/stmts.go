@@ -37,7 +37,9 @@ type stmts struct {
 const logOf = `(SELECT id FROM goai_logs WHERE run_id = ?1)`
 
 // newLogID numbers a new log: in creation order, so that the logs being
-// written are neighbours in goai_chunks_log (sqlite.go, schema).
+// written are neighbours in goai_chunks_log (sqlite.go, schema). A prune
+// of the newest log frees its number for the next; its chunks go with it,
+// in the same transaction, so a number never names two logs' chunks.
 const newLogID = `(SELECT coalesce(max(id), 0) + 1 FROM goai_logs)`
 
 // listSQL starts the queries that list run records.
