@@ -104,6 +104,39 @@ type Log interface {
 	Snapshot(ctx context.Context, runID string) ([]Entry, error)
 }
 
+// BatchReader is implemented by logs that can hand a reader everything
+// they hold at once. A reader that writes each batch out and flushes it
+// flushes once per wake-up rather than once per entry, and needs no
+// goroutine of its own to gather entries (docs/durable.md §1.6).
+type BatchReader interface {
+	// ReadBatches is Read, its entries grouped: each batch holds the
+	// entries the log had stored after the previous batch when the read
+	// looked (for a database backend, at most one page). Concatenated,
+	// the batches are exactly what Read yields, and its errors and ending
+	// are Read's. Batches are never empty. A batch and its entries are
+	// read-only, and the slice is valid only until the loop body returns.
+	ReadBatches(ctx context.Context, runID, after string) iter.Seq2[[]Entry, error]
+}
+
+// Entries flattens a batched read into Read's sequence, which ends quietly
+// once ctx is done, even within a batch: a BatchReader's Read is
+// Entries(ctx, ReadBatches(ctx, ...)).
+func Entries(ctx context.Context, batches iter.Seq2[[]Entry, error]) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		for es, err := range batches {
+			if err != nil {
+				yield(Entry{}, err)
+				return
+			}
+			for _, e := range es {
+				if ctx.Err() != nil || !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // QueuedAppender is implemented by logs that can take an append without a
 // goroutine waiting for its commit. A producer that appends one token at a
 // time otherwise needs a goroutine per append to keep its model from
@@ -117,8 +150,10 @@ type QueuedAppender interface {
 	// append is queued again, as if queued then, and take and done are
 	// called again (after an error it is not). Both run on the store's
 	// own goroutine (done also before AppendQueued returns, with take
-	// never called, when the store refuses at once): they must be quick
-	// and must not call the store. The store keeps no reference to a
+	// never called, when the store refuses at once), or, in a store whose
+	// appends never wait (Memory), on the caller's before AppendQueued
+	// returns: they must be quick, must not call the store and must not
+	// hold a lock the caller holds. The store keeps no reference to a
 	// batch after calling done.
 	AppendQueued(runID string, opts AppendOptions, take func() [][]byte, done func(err error) (again bool))
 }

@@ -77,6 +77,8 @@ type memRun struct {
 
 var _ interface {
 	Store
+	BatchReader
+	QueuedAppender
 	Upserter
 	Pruner
 	Leaser
@@ -169,15 +171,44 @@ func (m *Memory) AppendWith(ctx context.Context, runID string, batch [][]byte, o
 	if len(batch) == 0 {
 		return []string{}, nil
 	}
+	sp, err := m.appendBatch(runID, batch, opts)
+	if err != nil {
+		return nil, err
+	}
+	return m.offsets(runID, sp.first, sp.n), nil
+}
+
+// AppendQueued implements QueuedAppender. An append to memory never waits,
+// so it runs at once on the caller's goroutine, take and done included:
+// a producer appending a token at a time then hands its reader the entry
+// with no goroutine in between (docs/durable.md §1.5).
+func (m *Memory) AppendQueued(runID string, opts AppendOptions, take func() [][]byte, done func(err error) (again bool)) {
+	if err := CheckRunID(runID); err != nil {
+		done(err)
+		return
+	}
+	for {
+		var err error
+		if batch := take(); len(batch) > 0 {
+			_, err = m.appendBatch(runID, batch, opts)
+		}
+		if !done(err) || err != nil {
+			return
+		}
+	}
+}
+
+// appendBatch stores a non-empty batch and returns its span.
+func (m *Memory) appendBatch(runID string, batch [][]byte, opts AppendOptions) (memSpan, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := m.logs[runID]
 	if opts.Producer.ID != "" && l != nil {
 		if sp, ok := l.producers[opts.Producer]; ok {
 			if sp.n != int64(len(batch)) {
-				return nil, fmt.Errorf("%w: run %q producer %q seq %d", ErrProducerConflict, runID, opts.Producer.ID, opts.Producer.Seq)
+				return memSpan{}, fmt.Errorf("%w: run %q producer %q seq %d", ErrProducerConflict, runID, opts.Producer.ID, opts.Producer.Seq)
 			}
-			return m.offsets(runID, sp.first, sp.n), nil
+			return sp, nil
 		}
 	}
 	if opts.Epoch > 0 {
@@ -186,11 +217,11 @@ func (m *Memory) AppendWith(ctx context.Context, runID string, batch [][]byte, o
 			observed = *r.rec.DriverEpoch
 		}
 		if observed != opts.Epoch {
-			return nil, &ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: observed}
+			return memSpan{}, &ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: observed}
 		}
 	}
 	if l != nil && l.closed {
-		return nil, fmt.Errorf("%w: run %q", ErrLogClosed, runID)
+		return memSpan{}, fmt.Errorf("%w: run %q", ErrLogClosed, runID)
 	}
 	l = m.logLocked(runID, true)
 	first := int64(len(l.entries)) + 1
@@ -204,15 +235,11 @@ func (m *Memory) AppendWith(ctx context.Context, runID string, batch [][]byte, o
 		l.producers[opts.Producer] = memSpan{first, int64(len(batch))}
 	}
 	l.notify()
-	return m.offsets(runID, first, int64(len(batch))), nil
+	return memSpan{first, int64(len(batch))}, nil
 }
 
 func (m *Memory) offsets(runID string, first, n int64) []string {
-	offs := make([]string, n)
-	for i := range offs {
-		offs[i] = FormatOffset(memoryScheme, runID, first+int64(i))
-	}
-	return offs
+	return FormatOffsets(memoryScheme, runID, first, n)
 }
 
 // Close implements Log.
@@ -239,45 +266,56 @@ func (m *Memory) Snapshot(ctx context.Context, runID string) ([]Entry, error) {
 	if l == nil {
 		return []Entry{}, nil
 	}
+	mint := NewOffsetMinter(memoryScheme, runID)
 	out := make([]Entry, len(l.entries))
 	for i, b := range l.entries {
-		out[i] = Entry{Offset: FormatOffset(memoryScheme, runID, int64(i)+1), Data: bytes.Clone(b)}
+		out[i] = Entry{Offset: mint.Offset(int64(i) + 1), Data: bytes.Clone(b)}
 	}
 	return out, nil
 }
 
 // Read implements Log.
 func (m *Memory) Read(ctx context.Context, runID, after string) iter.Seq2[Entry, error] {
-	return func(yield func(Entry, error) bool) {
+	return Entries(ctx, m.ReadBatches(ctx, runID, after))
+}
+
+// ReadBatches implements BatchReader.
+func (m *Memory) ReadBatches(ctx context.Context, runID, after string) iter.Seq2[[]Entry, error] {
+	return func(yield func([]Entry, error) bool) {
 		pos, err := m.start(ctx, runID, after)
 		if err != nil {
 			if err != errQuiet {
-				yield(Entry{}, err)
+				yield(nil, err)
 			}
 			return
 		}
+		mint := NewOffsetMinter(memoryScheme, runID)
 		var buf [][]byte
+		var batch []Entry
 		for {
 			m.mu.Lock()
 			l := m.logs[runID]
 			if l == nil { // evicted under a reader: it was closed and fully stored
 				m.mu.Unlock()
-				yield(Entry{}, fmt.Errorf("%w: run %q was evicted during the read", ErrRunNotFound, runID))
+				yield(nil, fmt.Errorf("%w: run %q was evicted during the read", ErrRunNotFound, runID))
 				return
 			}
 			buf = append(buf[:0], l.entries[min(pos, int64(len(l.entries))):]...)
 			closed, changed := l.closed, l.changed
 			m.mu.Unlock()
-			for _, b := range buf {
+			if len(buf) > 0 {
 				if ctx.Err() != nil {
 					return
 				}
-				pos++
-				if !yield(Entry{Offset: FormatOffset(memoryScheme, runID, pos), Data: b}, nil) {
+				batch = batch[:0]
+				for _, b := range buf {
+					pos++
+					batch = append(batch, Entry{Offset: mint.Offset(pos), Data: b})
+				}
+				if !yield(batch, nil) {
 					return
 				}
-			}
-			if len(buf) > 0 {
+				clear(batch) // let the entries go while the read waits
 				continue
 			}
 			if closed {

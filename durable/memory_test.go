@@ -23,6 +23,10 @@ func TestMemoryRunStoreConformance(t *testing.T) {
 	durabletest.RunStore(t, func(t *testing.T) durable.Store { return durable.NewMemory(nil) }, nil)
 }
 
+func TestMemoryQueuedAppends(t *testing.T) {
+	durabletest.QueuedAppends(t, func(t *testing.T) durable.Store { return durable.NewMemory(nil) })
+}
+
 func TestMemoryThreadStoreConformance(t *testing.T) {
 	durabletest.Threads(t, func(t *testing.T) durable.ThreadStore { return durable.NewMemory(nil) })
 }
@@ -110,6 +114,12 @@ func TestOffsetCodec(t *testing.T) {
 		}
 		if _, err := durable.ParseOffset("t", run, off); !errors.Is(err, durable.ErrInvalidOffset) {
 			t.Fatalf("foreign scheme accepted: %v", err)
+		}
+		mint := durable.NewOffsetMinter("s", run)
+		for _, seq := range []int64{1, 9, 10, 42, 1 << 40} {
+			if got, want := mint.Offset(seq), durable.FormatOffset("s", run, seq); got != want {
+				t.Fatalf("minted %q for seq %d of %q, FormatOffset gives %q", got, seq, run, want)
+			}
 		}
 	}
 	for _, bad := range []string{"s:v1:r:0", "s:v1:r:01", "s:v1:r:-1", "s:v1:r:", "s:v1:r", "s:v1:r:1x", "s:v1:r:99999999999999999999"} {

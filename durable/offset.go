@@ -26,6 +26,28 @@ func FormatOffset(scheme, runID string, seq int64) string {
 	return b.String()
 }
 
+// OffsetMinter mints the offsets of one run's log: FormatOffset with the
+// run id escaped once, for a reader that mints one per entry.
+type OffsetMinter struct {
+	prefix string // "<scheme>:v1:<escaped run id>:"
+}
+
+// NewOffsetMinter returns the minter of runID's offsets in scheme.
+func NewOffsetMinter(scheme, runID string) OffsetMinter {
+	return OffsetMinter{prefix: scheme + ":v1:" + url.QueryEscape(runID) + ":"}
+}
+
+// Offset returns FormatOffset(scheme, runID, seq).
+func (m OffsetMinter) Offset(seq int64) string {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], seq, 10)
+	var b strings.Builder
+	b.Grow(len(m.prefix) + len(d))
+	b.WriteString(m.prefix)
+	b.Write(d)
+	return b.String()
+}
+
 // ParseOffset decodes a concrete (non-sentinel) offset minted by
 // FormatOffset for scheme and runID and returns its seq. Any other string
 // yields an *OffsetError naming the offset.
@@ -98,9 +120,10 @@ func PlanUpsert(scheme, runID string, tail int64, entries []Entry) ([]int64, err
 // FormatOffsets returns the offsets of n consecutive entries starting at
 // sequence number first.
 func FormatOffsets(scheme, runID string, first, n int64) []string {
+	mint := NewOffsetMinter(scheme, runID)
 	out := make([]string, n)
 	for i := range out {
-		out[i] = FormatOffset(scheme, runID, first+int64(i))
+		out[i] = mint.Offset(first + int64(i))
 	}
 	return out
 }

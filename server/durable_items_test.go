@@ -10,10 +10,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -319,11 +321,34 @@ func TestItem16ForwardedChunksAreStoredAndTagged(t *testing.T) {
 // Item 17 (how a producer batches its appends) is a group commit in goai:
 // see TestGroupCommit* in groupcommit_test.go.
 
-// offsetStore serves its log with mangled offsets.
+// offsetStore serves its log with mangled offsets, in batches or entry by
+// entry.
 type offsetStore struct {
 	*durable.Memory
 	mangle func(i int, off string) string
 }
+
+func (s *offsetStore) ReadBatches(ctx context.Context, run, after string) iter.Seq2[[]durable.Entry, error] {
+	return func(yield func([]durable.Entry, error) bool) {
+		i := 0
+		for es, err := range s.Memory.ReadBatches(ctx, run, after) {
+			if err == nil {
+				es = slices.Clone(es)
+				for j := range es {
+					es[j].Offset = s.mangle(i, es[j].Offset)
+					i++
+				}
+			}
+			if !yield(es, err) {
+				return
+			}
+		}
+	}
+}
+
+// entryStore hides its store's batched read: the handler reads it entry by
+// entry.
+type entryStore struct{ durable.Store }
 
 func (s *offsetStore) Read(ctx context.Context, run, after string) iter.Seq2[durable.Entry, error] {
 	return func(yield func(durable.Entry, error) bool) {
@@ -362,32 +387,38 @@ func TestItem18InvalidOrRepeatedOffsetFailsTheResponse(t *testing.T) {
 			return o
 		}, 1},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &offsetStore{Memory: durable.NewMemory(nil), mangle: tc.mangle}
-			ctx := context.Background()
-			if _, err := s.Append(ctx, "r1", [][]byte{[]byte(`{"type":"RUN_STARTED","threadId":"t1","runId":"r1"}`),
-				[]byte(`{"type":"CUSTOM","name":"x","value":1}`), []byte(`{"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`)}); err != nil {
-				t.Fatal(err)
-			}
-			_ = s.Close(ctx, "r1")
-			e := newItemEnv(t, s, scripted.New(slowScenario(t, 1, 0)), nil)
-			res, err := http.Get(e.url() + "?runId=r1&offset=-1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if tc.frames < 0 {
-				if res.StatusCode < 400 || bytes.Contains(raw, []byte("data: ")) {
-					t.Fatalf("status %d body %q", res.StatusCode, raw)
+		for _, batched := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/batched=%v", tc.name, batched), func(t *testing.T) {
+				s := &offsetStore{Memory: durable.NewMemory(nil), mangle: tc.mangle}
+				var store durable.Store = s
+				if !batched {
+					store = entryStore{s}
 				}
-				return
-			}
-			fs := frames(t, bytes.NewReader(raw))
-			if res.StatusCode != 200 || len(fs) != tc.frames {
-				t.Fatalf("status %d, %d frames, want %d: %q", res.StatusCode, len(fs), tc.frames, raw)
-			}
-		})
+				ctx := context.Background()
+				if _, err := s.Append(ctx, "r1", [][]byte{[]byte(`{"type":"RUN_STARTED","threadId":"t1","runId":"r1"}`),
+					[]byte(`{"type":"CUSTOM","name":"x","value":1}`), []byte(`{"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`)}); err != nil {
+					t.Fatal(err)
+				}
+				_ = s.Close(ctx, "r1")
+				e := newItemEnv(t, store, scripted.New(slowScenario(t, 1, 0)), nil)
+				res, err := http.Get(e.url() + "?runId=r1&offset=-1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if tc.frames < 0 {
+					if res.StatusCode < 400 || bytes.Contains(raw, []byte("data: ")) {
+						t.Fatalf("status %d body %q", res.StatusCode, raw)
+					}
+					return
+				}
+				fs := frames(t, bytes.NewReader(raw))
+				if res.StatusCode != 200 || len(fs) != tc.frames {
+					t.Fatalf("status %d, %d frames, want %d: %q", res.StatusCode, len(fs), tc.frames, raw)
+				}
+			})
+		}
 	}
 }
 

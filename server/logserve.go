@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,7 +130,8 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after 
 	}
 	ended := false
 	defer h.attachReader(r, runID)(&ended)
-	ls := &logStream{w: w, format: format}
+	_, batched := h.cfg.Store.(durable.BatchReader)
+	ls := &logStream{w: w, format: format, direct: batched}
 	defer ls.stop()
 	err := h.readLog(r.Context(), runID, after, ls.send)
 	ended = h.endLog(r, ls, runID, after, disc, err)
@@ -141,20 +143,49 @@ func badOffset(w http.ResponseWriter, runID, after string) {
 
 // logStream is the response of a log read: it starts with the first entry,
 // so that an error before it still gets a status.
+//
+// A log read in batches (direct) is written by the handler itself, one
+// flush per batch (docs/durable.md §1.6). A log read entry by entry goes
+// through a stream writer, whose sender flushes whatever has queued, so
+// that a catch-up is not a flush per entry.
 type logStream struct {
-	w      http.ResponseWriter
-	format agui.Format
-	sw     *streamWriter // nil until the first entry
-	buf    []byte
-	gone   bool // a write failed: the client is gone
+	w       http.ResponseWriter
+	format  agui.Format
+	direct  bool
+	started bool                     // the status and headers are written
+	rc      *http.ResponseController // direct: flushes w
+	sw      *streamWriter            // not direct: the sender, once started
+	buf     []byte                   // one frame
+	gone    bool                     // a write failed: the client is gone
 }
 
-func (ls *logStream) send(e durable.Entry) error {
-	if ls.sw == nil {
-		ls.sw = startStream(ls.w, ls.format)
+// send writes es, one batch of the log or one entry.
+func (ls *logStream) send(es []durable.Entry) error {
+	if !ls.started {
+		ls.started = true
+		setStreamHeaders(ls.w, ls.format)
+		ls.w.WriteHeader(http.StatusOK)
+		if ls.direct {
+			ls.rc = http.NewResponseController(ls.w)
+		} else {
+			ls.sw = newStreamWriter(ls.w)
+		}
 	}
-	ls.buf = agui.AppendFrame(ls.buf[:0], ls.format, e.Offset, e.Data)
-	_, err := ls.sw.Write(ls.buf)
+	var err error
+	for _, e := range es {
+		ls.buf = agui.AppendFrame(ls.buf[:0], ls.format, e.Offset, e.Data)
+		if ls.direct {
+			_, err = ls.w.Write(ls.buf) // buffered by the response: the flush below sends
+		} else {
+			_, err = ls.sw.Write(ls.buf)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err == nil && ls.direct {
+		err = ls.rc.Flush()
+	}
 	if err != nil {
 		ls.gone = true
 	}
@@ -173,7 +204,7 @@ func (ls *logStream) stop() {
 // elsewhere, then answers what went wrong, or notifies disc of a client
 // gone. It reports whether the log was read to its end.
 func (h *Handler) endLog(r *http.Request, ls *logStream, runID, after string, disc *chat.RunDisconnect, err error) (ended bool) {
-	for grace := time.Now().Add(startGrace); ls.sw == nil && errors.Is(err, durable.ErrRunNotFound) &&
+	for grace := time.Now().Add(startGrace); !ls.started && errors.Is(err, durable.ErrRunNotFound) &&
 		after == durable.FromStart && h.startingElsewhere(r.Context(), runID, grace); {
 		err = h.readLog(r.Context(), runID, after, ls.send)
 	}
@@ -186,26 +217,18 @@ func (h *Handler) endLog(r *http.Request, ls *logStream, runID, after string, di
 		if disc != nil {
 			disc.Notify()
 		}
-	case err != nil && ls.sw != nil:
+	case err != nil && ls.started:
 		h.cfg.Logger.Error("reading the run log", "runId", runID, "error", err)
 	case err != nil:
 		writeLogError(ls.w, runID, err)
 	default:
-		if ls.sw == nil { // an empty log: headers only
+		if !ls.started { // an empty log: headers only
 			setStreamHeaders(ls.w, ls.format)
 			ls.w.WriteHeader(http.StatusOK)
 		}
 		return true
 	}
 	return false
-}
-
-// startStream answers 200 with the stream headers of format and starts the
-// response's sender.
-func startStream(w http.ResponseWriter, format agui.Format) *streamWriter {
-	setStreamHeaders(w, format)
-	w.WriteHeader(http.StatusOK)
-	return newStreamWriter(w)
 }
 
 // attachReader counts a reader of runID (un-stamping the run if it was
@@ -225,23 +248,48 @@ func (h *Handler) attachReader(r *http.Request, runID string) (leave func(ended 
 	}
 }
 
-// readLog calls send with each entry of runID's log after after until the
-// log closes. Offsets are opaque, but the wire needs each to be a valid SSE
-// id and never repeated: a backend breaking that fails the response rather
+// readLog calls send with the entries of runID's log after after until the
+// log closes: with each batch of a durable.BatchReader, else with each
+// entry. Offsets are opaque, but the wire needs each to be a valid SSE id
+// and never repeated: a backend breaking that fails the response rather
 // than corrupting a client's cursor. Logs are totally ordered, so a repeat
 // shows as the previous offset again (e.g. re-yielded after a wake-up);
 // only that one is kept, so a long catch-up costs no memory.
-func (h *Handler) readLog(ctx context.Context, runID, after string, send func(durable.Entry) error) error {
+func (h *Handler) readLog(ctx context.Context, runID, after string, send func([]durable.Entry) error) error {
 	prev := after
+	// sendValid sends the entries of es up to the first bad offset, and
+	// fails there.
+	sendValid := func(es []durable.Entry) error {
+		for i, e := range es {
+			if e.Offset == prev || !durable.ValidOffset(e.Offset) {
+				bad := fmt.Errorf("run log of %q yielded an invalid or repeated offset %q", runID, e.Offset)
+				if i == 0 {
+					return bad
+				}
+				return cmp.Or(send(es[:i]), bad)
+			}
+			prev = e.Offset
+		}
+		return send(es)
+	}
+	if br, ok := h.cfg.Store.(durable.BatchReader); ok {
+		for es, err := range br.ReadBatches(ctx, runID, after) {
+			if err == nil {
+				err = sendValid(es)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	one := make([]durable.Entry, 1)
 	for e, err := range h.cfg.Store.Read(ctx, runID, after) {
+		one[0] = e
+		if err == nil {
+			err = sendValid(one)
+		}
 		if err != nil {
-			return err
-		}
-		if e.Offset == prev || !durable.ValidOffset(e.Offset) {
-			return fmt.Errorf("run log of %q yielded an invalid or repeated offset %q", runID, e.Offset)
-		}
-		prev = e.Offset
-		if err := send(e); err != nil {
 			return err
 		}
 	}

@@ -575,6 +575,65 @@ func Run(t *testing.T, newLog func(t *testing.T) durable.Log, opts *Options) {
 		}
 	})
 
+	sub("batched_read_is_read_in_batches", func(t *testing.T, l durable.Log) {
+		br, ok := l.(durable.BatchReader)
+		if !ok {
+			t.Skip("the log reads entry by entry only")
+		}
+		mustAppend(t, l, runA, evs(0, 10))
+		ctx, cancel := context.WithTimeout(t.Context(), wait)
+		defer cancel()
+		var got []durable.Entry
+		var sizes []int
+		for es, err := range br.ReadBatches(ctx, runA, durable.FromStart) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(es) == 0 {
+				t.Fatal("an empty batch")
+			}
+			if len(sizes) == 0 { // then tail the entries appended while the read is on
+				mustAppend(t, l, runA, evs(10, 5))
+				mustAppend(t, l, runA, evs(15, 1))
+				mustClose(t, l, runA)
+			}
+			sizes = append(sizes, len(es))
+			got = append(got, es...)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("ReadBatches did not end within %v after the close (batches %v)", wait, sizes)
+		}
+		if sizes[0] < 2 {
+			t.Fatalf("the first batch held %d of the 10 entries stored before the read (batches %v)", sizes[0], sizes)
+		}
+		want, err := readAll(t, l, runA, durable.FromStart)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equalData(t, "batched read", datas(got), evs(0, 16))
+		equalStrings(t, "batched read's offsets", offsets(got), offsets(want))
+
+		got = got[:0]
+		for es, err := range br.ReadBatches(ctx, runA, want[12].Offset) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, es...)
+		}
+		equalStrings(t, "batched read after an offset", offsets(got), offsets(want[13:]))
+
+		calls := 0
+		for es, err := range br.ReadBatches(ctx, runA, "not-an-offset") {
+			calls++
+			if !errors.Is(err, durable.ErrInvalidOffset) || es != nil {
+				t.Fatalf("batched read from a malformed offset: %d entries, %v; want ErrInvalidOffset", len(es), err)
+			}
+		}
+		if calls != 1 {
+			t.Fatalf("batched read from a malformed offset yielded %d times, want once", calls)
+		}
+	})
+
 	sub("concurrent_appends_fail_independently", func(t *testing.T, l durable.Log) {
 		mustAppend(t, l, runB, evs(0, 1))
 		mustClose(t, l, runB)

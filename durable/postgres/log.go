@@ -89,10 +89,11 @@ func (s *Store) Snapshot(ctx context.Context, runID string) ([]durable.Entry, er
 		return nil, wrap("snapshot", err)
 	}
 	out := []durable.Entry{}
+	mint := durable.NewOffsetMinter(scheme, runID)
 	var seq int64
 	var data []byte
 	_, err = pgx.ForEachRow(rows, []any{&seq, &data}, func() error {
-		out = append(out, durable.Entry{Offset: durable.FormatOffset(scheme, runID, seq), Data: data})
+		out = append(out, durable.Entry{Offset: mint.Offset(seq), Data: data})
 		data = nil // a fresh slice per row
 		return nil
 	})
@@ -118,6 +119,7 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 		return nil, wrap("read", err)
 	}
 	st := &tail.State{}
+	mint := durable.NewOffsetMinter(scheme, runID)
 	var seq *int64
 	var data []byte
 	_, err = pgx.ForEachRow(rows, []any{&st.Last, &st.Closed, &seq, &data}, func() error {
@@ -126,7 +128,7 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 			if data == nil {
 				data = []byte{}
 			}
-			st.Entries = append(st.Entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, *seq), Data: data})
+			st.Entries = append(st.Entries, durable.Entry{Offset: mint.Offset(*seq), Data: data})
 		}
 		data = nil
 		return nil
@@ -140,6 +142,11 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 // Read implements durable.Log.
 func (s *Store) Read(ctx context.Context, runID, after string) iter.Seq2[durable.Entry, error] {
 	return s.tail.Read(ctx, runID, after)
+}
+
+// ReadBatches implements durable.BatchReader.
+func (s *Store) ReadBatches(ctx context.Context, runID, after string) iter.Seq2[[]durable.Entry, error] {
+	return s.tail.ReadBatches(ctx, runID, after)
 }
 
 // Prune implements durable.Pruner.

@@ -76,6 +76,7 @@ type Store struct {
 
 var _ interface {
 	durable.Store
+	durable.BatchReader
 	durable.Upserter
 	durable.Pruner
 	durable.Leaser

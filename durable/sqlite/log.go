@@ -209,8 +209,9 @@ func (s *Store) Snapshot(ctx context.Context, runID string) ([]durable.Entry, er
 		return nil, durable.ErrStoreClosed
 	}
 	out := []durable.Entry{}
+	mint := durable.NewOffsetMinter(scheme, runID)
 	err := s.page(ctx, runID, 0, -1, 0, func(seq int64, data []byte) {
-		out = append(out, durable.Entry{Offset: durable.FormatOffset(scheme, runID, seq), Data: data})
+		out = append(out, durable.Entry{Offset: mint.Offset(seq), Data: data})
 	})
 	if err != nil {
 		return nil, err
@@ -286,6 +287,7 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 	}
 	defer rows.Close()
 	st := &tail.State{}
+	mint := durable.NewOffsetMinter(scheme, runID)
 	for rows.Next() {
 		var first, last sql.NullInt64
 		var data []byte
@@ -300,7 +302,7 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 			if b == nil {
 				b = []byte{}
 			}
-			st.Entries = append(st.Entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, seq), Data: b})
+			st.Entries = append(st.Entries, durable.Entry{Offset: mint.Offset(seq), Data: b})
 			return len(st.Entries) < limit
 		})
 		if err != nil {
@@ -316,6 +318,11 @@ func (s *Store) query(ctx context.Context, runID string, after int64, limit int)
 // Read implements durable.Log.
 func (s *Store) Read(ctx context.Context, runID, after string) iter.Seq2[durable.Entry, error] {
 	return s.tail.Read(ctx, runID, after)
+}
+
+// ReadBatches implements durable.BatchReader.
+func (s *Store) ReadBatches(ctx context.Context, runID, after string) iter.Seq2[[]durable.Entry, error] {
+	return s.tail.ReadBatches(ctx, runID, after)
 }
 
 // Upsert implements durable.Upserter.

@@ -119,6 +119,7 @@ type Store struct {
 
 var _ interface {
 	durable.Store
+	durable.BatchReader
 	durable.Upserter
 	durable.Pruner
 	durable.Leaser

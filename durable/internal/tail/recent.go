@@ -76,12 +76,13 @@ func (c *Recent) add(scheme, runID string, first int64, batch [][]byte, copied b
 		l.first += int64(len(l.entries) - len(keep))
 		l.entries = append(make([]durable.Entry, 0, 2*recentEntries), keep...)
 	}
+	mint := durable.NewOffsetMinter(scheme, runID)
 	for i, b := range batch {
 		data := b
 		if copied {
 			data = append([]byte{}, b...)
 		}
-		l.entries = append(l.entries, durable.Entry{Offset: durable.FormatOffset(scheme, runID, first+int64(i)), Data: data})
+		l.entries = append(l.entries, durable.Entry{Offset: mint.Offset(first + int64(i)), Data: data})
 	}
 }
 

@@ -70,11 +70,17 @@ func (t *Reader) fetch(ctx context.Context, runID string, after int64, limit int
 
 // Read implements durable.Log.Read.
 func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durable.Entry, error] {
-	return func(yield func(durable.Entry, error) bool) {
+	return durable.Entries(ctx, t.ReadBatches(ctx, runID, after))
+}
+
+// ReadBatches implements durable.BatchReader: a batch is what the cache
+// of recent entries holds after the read's position, or one page.
+func (t *Reader) ReadBatches(ctx context.Context, runID, after string) iter.Seq2[[]durable.Entry, error] {
+	return func(yield func([]durable.Entry, error) bool) {
 		pos, err := t.start(ctx, runID, after)
 		if err != nil {
 			if err != errQuiet && ctx.Err() == nil {
-				yield(durable.Entry{}, err)
+				yield(nil, err)
 			}
 			return
 		}
@@ -99,17 +105,15 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 			}
 			if t.Closed() {
 				w.Release()
-				yield(durable.Entry{}, durable.ErrStoreClosed)
+				yield(nil, durable.ErrStoreClosed)
 				return
 			}
 			if es := t.Recent.after(runID, pos); len(es) > 0 {
-				for _, e := range es {
-					if ctx.Err() != nil || !yield(e, nil) {
-						w.Release()
-						return
-					}
-					pos++
+				if ctx.Err() != nil || !yield(es, nil) {
+					w.Release()
+					return
 				}
+				pos += int64(len(es))
 				held, holding = w, true
 				continue
 			}
@@ -132,16 +136,16 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 			if err != nil {
 				w.Release()
 				if ctx.Err() == nil {
-					yield(durable.Entry{}, err)
+					yield(nil, err)
 				}
 				return
 			}
-			for _, e := range st.Entries {
-				if ctx.Err() != nil || !yield(e, nil) {
+			if len(st.Entries) > 0 {
+				if ctx.Err() != nil || !yield(st.Entries, nil) {
 					w.Release()
 					return
 				}
-				pos++
+				pos += int64(len(st.Entries))
 			}
 			switch {
 			case pos < st.Last:
