@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -50,20 +51,32 @@ type MemoryOptions struct {
 type Memory struct {
 	opts MemoryOptions
 
-	mu      sync.Mutex
-	logs    map[string]*memLog
-	runs    map[string]*memRun
-	threads map[string]Thread
+	mu   sync.Mutex
+	logs map[string]*memLog
+	// closedLogs are the closed logs in the order they closed, the next
+	// to evict first, so that a new log evicts without looking at every
+	// log; an entry whose log was pruned (or replaced) is skipped.
+	closedLogs []closedLog
+	runs       map[string]*memRun
+	// threadRuns are each thread's runs in creation order, so that a
+	// thread's questions do not look at every run.
+	threadRuns map[string][]*memRun
+	threads    map[string]Thread
 	// requests are the stored requests of runs (RequestStore).
 	requests map[string][]byte
 	nextRun  int64
+}
+
+type closedLog struct {
+	id string
+	l  *memLog
 }
 
 type memLog struct {
 	entries   [][]byte
 	closed    bool
 	closedAt  time.Time
-	changed   chan struct{} // closed and replaced on every change
+	changed   chan struct{} // made by a reader about to wait, closed by the next change
 	producers map[Producer]memSpan
 }
 
@@ -88,7 +101,7 @@ var _ interface {
 
 // NewMemory returns an empty Memory. opts may be nil.
 func NewMemory(opts *MemoryOptions) *Memory {
-	m := &Memory{logs: make(map[string]*memLog), runs: make(map[string]*memRun)}
+	m := &Memory{logs: make(map[string]*memLog), runs: make(map[string]*memRun), threadRuns: make(map[string][]*memRun)}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -107,9 +120,22 @@ func NewMemory(opts *MemoryOptions) *Memory {
 	return m
 }
 
+// notify wakes the readers waiting for a change of l. An append nobody
+// waits for (its readers are busy with the entries before it) costs no
+// channel.
 func (l *memLog) notify() {
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}
+
+// wait returns the channel the next change of l closes.
+func (l *memLog) wait() <-chan struct{} {
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
 }
 
 // logLocked returns runID's log, creating it (and evicting old closed logs)
@@ -120,38 +146,27 @@ func (m *Memory) logLocked(runID string, create bool) *memLog {
 		return l
 	}
 	m.evictLocked()
-	l = &memLog{changed: make(chan struct{})}
+	l = &memLog{}
 	m.logs[runID] = l
 	return l
 }
 
+// evictLocked evicts closed logs, oldest first, while they are past
+// Retention or there are MaxLogs logs.
 func (m *Memory) evictLocked() {
-	now := m.opts.Now()
-	if m.opts.Retention > 0 {
-		for id, l := range m.logs {
-			if l.closed && !l.closedAt.After(now.Add(-m.opts.Retention)) {
-				delete(m.logs, id)
-			}
-		}
-	}
-	if m.opts.MaxLogs > 0 && len(m.logs) >= m.opts.MaxLogs {
-		type cand struct {
-			id string
-			at time.Time
-		}
-		var closed []cand
-		for id, l := range m.logs {
-			if l.closed {
-				closed = append(closed, cand{id, l.closedAt})
-			}
-		}
-		slices.SortFunc(closed, func(a, b cand) int { return a.at.Compare(b.at) })
-		for _, c := range closed {
-			if len(m.logs) < m.opts.MaxLogs {
-				break
+	expired := m.opts.Now().Add(-m.opts.Retention)
+	for len(m.closedLogs) > 0 {
+		c := m.closedLogs[0]
+		if m.logs[c.id] == c.l {
+			old := m.opts.Retention > 0 && !c.l.closedAt.After(expired)
+			full := m.opts.MaxLogs > 0 && len(m.logs) >= m.opts.MaxLogs
+			if !old && !full {
+				return
 			}
 			delete(m.logs, c.id)
 		}
+		m.closedLogs[0] = closedLog{} // the array keeps no evicted log alive
+		m.closedLogs = m.closedLogs[1:]
 	}
 }
 
@@ -254,6 +269,7 @@ func (m *Memory) Close(ctx context.Context, runID string) error {
 		l.closed = true
 		l.closedAt = m.opts.Now()
 		l.notify()
+		m.closedLogs = append(m.closedLogs, closedLog{runID, l})
 	}
 	return nil
 }
@@ -301,7 +317,11 @@ func (m *Memory) ReadBatches(ctx context.Context, runID, after string) iter.Seq2
 				return
 			}
 			buf = append(buf[:0], l.entries[min(pos, int64(len(l.entries))):]...)
-			closed, changed := l.closed, l.changed
+			closed := l.closed
+			var changed <-chan struct{}
+			if len(buf) == 0 && !closed {
+				changed = l.wait()
+			}
 			m.mu.Unlock()
 			if len(buf) > 0 {
 				if ctx.Err() != nil {
@@ -379,7 +399,7 @@ func (m *Memory) start(ctx context.Context, runID, after string) (int64, error) 
 			m.mu.Unlock()
 			return start, nil
 		}
-		changed := l.changed
+		changed := l.wait()
 		m.mu.Unlock()
 		select {
 		case <-changed:
@@ -450,10 +470,17 @@ func (m *Memory) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 			n++
 		}
 	}
+	m.closedLogs = slices.DeleteFunc(m.closedLogs, func(c closedLog) bool { return m.logs[c.id] != c.l })
 	for id, r := range m.runs {
 		if r.rec.Status.Terminal() && r.rec.FinishedAt != nil && !r.rec.FinishedAt.After(cutoff) {
 			delete(m.runs, id)
 			delete(m.requests, id)
+			th := r.rec.ThreadID
+			if rs := slices.DeleteFunc(m.threadRuns[th], func(o *memRun) bool { return o == r }); len(rs) > 0 {
+				m.threadRuns[th] = rs
+			} else {
+				delete(m.threadRuns, th)
+			}
 		}
 	}
 	return n, nil
@@ -477,7 +504,9 @@ func (m *Memory) CreateOrResume(ctx context.Context, rec RunRecord) (RunRecord, 
 	}
 	rec = normalizeRecord(rec)
 	m.nextRun++
-	m.runs[rec.RunID] = &memRun{rec: rec, order: m.nextRun}
+	r := &memRun{rec: rec, order: m.nextRun}
+	m.runs[rec.RunID] = r
+	m.threadRuns[rec.ThreadID] = append(m.threadRuns[rec.ThreadID], r)
 	return rec.Clone(), nil
 }
 
@@ -536,9 +565,10 @@ func (m *Memory) Update(ctx context.Context, runID string, patch RunPatch) error
 	return nil
 }
 
-func (m *Memory) sortedRuns(keep func(*memRun) bool, by func(a, b *memRun) int) []RunRecord {
+// sortedRuns returns the runs of from that keep admits, sorted by by.
+func sortedRuns(from iter.Seq[*memRun], keep func(*memRun) bool, by func(a, b *memRun) int) []RunRecord {
 	var rs []*memRun
-	for _, r := range m.runs {
+	for r := range from {
 		if keep(r) {
 			rs = append(rs, r)
 		}
@@ -559,8 +589,8 @@ func byStart(a, b *memRun) int {
 func (m *Memory) FindActiveRun(ctx context.Context, threadID string) (RunRecord, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	rs := m.sortedRuns(func(r *memRun) bool {
-		return r.rec.ThreadID == threadID && r.rec.Status == StatusRunning
+	rs := sortedRuns(slices.Values(m.threadRuns[threadID]), func(r *memRun) bool {
+		return r.rec.Status == StatusRunning
 	}, byStart)
 	if len(rs) == 0 {
 		return RunRecord{}, false, nil
@@ -572,7 +602,7 @@ func (m *Memory) FindActiveRun(ctx context.Context, threadID string) (RunRecord,
 func (m *Memory) ListByThread(ctx context.Context, threadID string) ([]RunRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.sortedRuns(func(r *memRun) bool { return r.rec.ThreadID == threadID }, byStart), nil
+	return sortedRuns(slices.Values(m.threadRuns[threadID]), func(*memRun) bool { return true }, byStart), nil
 }
 
 // ListReclaimable implements RunStore.
@@ -580,7 +610,7 @@ func (m *Memory) ListReclaimable(ctx context.Context, now time.Time, ttl time.Du
 	cutoff := now.Add(-ttl).UnixMilli()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.sortedRuns(func(r *memRun) bool {
+	return sortedRuns(maps.Values(m.runs), func(r *memRun) bool {
 		return r.rec.Status == StatusRunning && r.rec.DetachedSince != nil && r.rec.DetachedSince.UnixMilli() <= cutoff
 	}, func(a, b *memRun) int {
 		return cmp.Or(a.rec.DetachedSince.Compare(*b.rec.DetachedSince), cmp.Compare(a.order, b.order))
@@ -674,7 +704,7 @@ func (m *Memory) ListStale(ctx context.Context, olderThan time.Duration) ([]RunR
 		}
 		return r.heartbeat.UnixMilli()
 	}
-	return m.sortedRuns(func(r *memRun) bool {
+	return sortedRuns(maps.Values(m.runs), func(r *memRun) bool {
 		return r.rec.Status == StatusRunning && seen(r) <= cutoff
 	}, func(a, b *memRun) int {
 		return cmp.Or(cmp.Compare(seen(a), seen(b)), cmp.Compare(a.order, b.order))
@@ -705,8 +735,8 @@ func (m *Memory) ThreadOwner(ctx context.Context, threadID string) (string, bool
 		return t.Owner, true, nil
 	}
 	var first *memRun
-	for _, r := range m.runs {
-		if r.rec.ThreadID == threadID && (first == nil || byStart(r, first) < 0) {
+	for _, r := range m.threadRuns[threadID] {
+		if first == nil || byStart(r, first) < 0 {
 			first = r
 		}
 	}

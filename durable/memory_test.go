@@ -164,3 +164,56 @@ func TestKeepClosed(t *testing.T) {
 func TestMemoryRequestStoreConformance(t *testing.T) {
 	durabletest.Requests(t, func(t *testing.T) durable.Store { return durable.NewMemory(nil) })
 }
+
+// A thread's runs are indexed by thread: the index follows creation and
+// pruning, and a log pruned and created again is evicted by its new close.
+func TestMemoryIndexesFollowPrune(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{now: time.Unix(1_000_000, 0)}
+	m := durable.NewMemory(&durable.MemoryOptions{Now: clk.Now, MaxLogs: 2, Retention: -1})
+	at := func(s int) time.Time { return time.Unix(1_000_000+int64(s), 0) }
+	for i, owner := range []string{"ann", "bob"} {
+		if _, err := m.CreateOrResume(ctx, durable.RunRecord{RunID: fmt.Sprint("r", i), ThreadID: "t", Owner: owner, StartedAt: at(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Update(ctx, "r0", durable.RunPatch{Status: durable.Set(durable.StatusCompleted), FinishedAt: durable.Set(at(2))}); err != nil {
+		t.Fatal(err)
+	}
+	if owner, _, _ := m.ThreadOwner(ctx, "t"); owner != "ann" {
+		t.Fatalf("thread owner %q, want the first run's (ann)", owner)
+	}
+	if _, err := m.Prune(ctx, at(3)); err != nil {
+		t.Fatal(err)
+	}
+	rs, _ := m.ListByThread(ctx, "t")
+	if len(rs) != 1 || rs[0].RunID != "r1" {
+		t.Fatalf("thread runs after the prune: %+v, want r1 alone", rs)
+	}
+	if owner, _, _ := m.ThreadOwner(ctx, "t"); owner != "bob" {
+		t.Fatalf("thread owner after the prune %q, want bob", owner)
+	}
+	if active, ok, _ := m.FindActiveRun(ctx, "t"); !ok || active.RunID != "r1" {
+		t.Fatalf("active run %+v %v, want r1", active, ok)
+	}
+
+	// "a" closes, is pruned and is written and closed again: its first
+	// close no longer speaks for it, its second does.
+	m.Append(ctx, "a", [][]byte{[]byte("1")})
+	m.Close(ctx, "a")
+	clk.Add(time.Second)
+	if _, err := m.Prune(ctx, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	m.Append(ctx, "a", [][]byte{[]byte("2")})
+	m.Append(ctx, "b", [][]byte{[]byte("x")})
+	m.Close(ctx, "b")
+	m.Close(ctx, "a")
+	m.Append(ctx, "c", [][]byte{[]byte("x")}) // two logs: evicts the oldest closed, b
+	if s, _ := m.Snapshot(ctx, "b"); len(s) != 0 {
+		t.Fatal("b, closed first, was kept")
+	}
+	if s, _ := m.Snapshot(ctx, "a"); len(s) != 1 || string(s[0].Data) != "2" {
+		t.Fatalf("a after its second close: %q, want its second life", s)
+	}
+}
