@@ -46,8 +46,7 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 	first, n, code, observed := res.first, res.n, res.code, res.observed
 	switch code {
 	case "ok":
-		s.recent.Add(scheme, runID, *first, data)
-		s.hub.Wake(runID)
+		s.recent.Add(scheme, runID, *first, data) // and wakes its readers
 	case "dup":
 		if *n != int64(len(batch)) {
 			return nil, fmt.Errorf("%w: run %q producer %q seq %d", durable.ErrProducerConflict, runID, opts.Producer.ID, opts.Producer.Seq)

@@ -266,6 +266,7 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		s.pool.Close()
 		return nil, fmt.Errorf("durable/postgres: listen: %w", err)
 	}
+	s.recent.Wakes = &s.hub
 	s.tail = tail.Reader{
 		Scheme: scheme, Page: s.opts.ReadPage,
 		FirstChunkDeadline: s.opts.FirstChunkDeadline,

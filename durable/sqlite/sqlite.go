@@ -351,6 +351,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err := s.prepare(); err != nil {
 		return nil, errors.Join(err, s.wc.Close(), s.w.Close(), s.r.Close(), s.ck.Close())
 	}
+	s.recent.Wakes = &s.hub
 	s.tail = tail.Reader{
 		Scheme: scheme, Page: s.opts.ReadPage, Poll: s.opts.PollInterval,
 		FirstChunkDeadline: s.opts.FirstChunkDeadline,
@@ -821,14 +822,12 @@ func (s *Store) finish(tx *writeTx, group []*op) {
 		if o.committed != nil {
 			o.committed()
 		}
-		if o.fn == nil && o.app.stored {
-			if o.app.entry != nil {
-				s.recent.AddOwned(scheme, o.app.runID, o.app.first, o.app.entry)
-			} else {
-				s.recent.Add(scheme, o.app.runID, o.app.first, o.app.batch)
-			}
-		}
-		if o.wake != "" {
+		switch {
+		case o.fn == nil && o.app.stored && o.app.entry != nil:
+			s.recent.AddOwned(scheme, o.app.runID, o.app.first, o.app.entry) // and wakes its readers
+		case o.fn == nil && o.app.stored:
+			s.recent.Add(scheme, o.app.runID, o.app.first, o.app.batch)
+		case o.wake != "":
 			s.hub.Wake(o.wake)
 		}
 		s.complete(o, nil)

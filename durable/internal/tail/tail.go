@@ -96,7 +96,7 @@ func (t *Reader) ReadBatches(ctx context.Context, runID, after string) iter.Seq2
 			}
 		}()
 		for {
-			w := t.Hub.Wait(runID)
+			w, cached := t.Recent.waitAfter(t.Hub, runID, pos)
 			wake := w.C
 			quiet := holding && wake == held.C
 			if holding {
@@ -108,12 +108,12 @@ func (t *Reader) ReadBatches(ctx context.Context, runID, after string) iter.Seq2
 				yield(nil, durable.ErrStoreClosed)
 				return
 			}
-			if es := t.Recent.after(runID, pos); len(es) > 0 {
-				if ctx.Err() != nil || !yield(es, nil) {
+			if len(cached) > 0 {
+				if ctx.Err() != nil || !yield(cached, nil) {
 					w.Release()
 					return
 				}
-				pos += int64(len(es))
+				pos += int64(len(cached))
 				held, holding = w, true
 				continue
 			}

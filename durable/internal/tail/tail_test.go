@@ -1,0 +1,115 @@
+package tail
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/goai-sdk/goai/durable"
+	"github.com/goai-sdk/goai/durable/internal/notify"
+)
+
+// fakeLog is a log the test appends to as a store would: stored, then
+// cached (and woken) through Recent.
+type fakeLog struct {
+	mu      sync.Mutex
+	entries [][]byte
+	closed  bool
+	queries atomic.Int64 // queries for entries (limit > 0)
+}
+
+func (f *fakeLog) query(ctx context.Context, runID string, after int64, limit int) (*State, error) {
+	if limit > 0 {
+		f.queries.Add(1)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := &State{Exists: len(f.entries) > 0 || f.closed, Last: int64(len(f.entries)), Closed: f.closed}
+	for seq := after + 1; limit > 0 && seq <= st.Last && len(st.Entries) < limit; seq++ {
+		st.Entries = append(st.Entries, durable.Entry{Offset: durable.FormatOffset("t", runID, seq), Data: f.entries[seq-1]})
+	}
+	return st, nil
+}
+
+// A tailer kept in step with the appends reads every entry from the
+// cache: the wake-up of an append it has read never reaches it, so it
+// never queries the store to find nothing new.
+func TestTailerInStepNeverQueries(t *testing.T) {
+	const n = 5000
+	var hub notify.Hub
+	f := &fakeLog{}
+	r := &Reader{Scheme: "t", Page: 64, Hub: &hub, Closed: func() bool { return false }, Query: f.query,
+		Recent: &Recent{Wakes: &hub}}
+	read := make(chan int, 1)
+	done := make(chan error, 1)
+	f.entries = append(f.entries, []byte("e1"))
+	r.Recent.Add("t", "r", 1, batch(1, 1))
+	go func() {
+		got := 0
+		for es, err := range r.ReadBatches(t.Context(), "r", durable.FromStart) {
+			if err != nil {
+				done <- err
+				return
+			}
+			got += len(es)
+			read <- got
+		}
+		done <- nil
+	}()
+	for i := 2; i <= n; i++ {
+		for got := <-read; got < i-1; got = <-read {
+		}
+		f.mu.Lock()
+		f.entries = append(f.entries, batch(i, 1)[0])
+		f.mu.Unlock()
+		r.Recent.Add("t", "r", int64(i), batch(i, 1))
+	}
+	for got := <-read; got < n; got = <-read {
+	}
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	r.Recent.Closed("r", n)
+	hub.Wake("r")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if q := f.queries.Load(); q != 0 {
+		t.Fatalf("the tailer queried the store %d times for %d entries it had in the cache", q, n)
+	}
+}
+
+// Add wakes the log's tailers in one step with its entries becoming
+// visible: a wait taken together with the entries is not woken for them.
+func TestWaitTakenWithEntriesIsNotWokenForThem(t *testing.T) {
+	var hub notify.Hub
+	c := &Recent{Wakes: &hub}
+	w1, es := c.waitAfter(&hub, "r", 0)
+	defer w1.Release()
+	if es != nil {
+		t.Fatalf("entries of an empty cache: %v", es)
+	}
+	c.Add("t", "r", 1, batch(1, 1))
+	select {
+	case <-w1.C:
+	default:
+		t.Fatal("Add did not wake the waiting tailer")
+	}
+	w2, es := c.waitAfter(&hub, "r", 0)
+	defer w2.Release()
+	if got := seqs(t, es); len(got) != 1 || got[0] != "e1" {
+		t.Fatalf("cached entries %v, want e1", got)
+	}
+	select {
+	case <-w2.C:
+		t.Fatal("a wait taken with the entries is woken for them")
+	default:
+	}
+	c.Add("t", "r", 2, batch(2, 1))
+	select {
+	case <-w2.C:
+	default:
+		t.Fatal("the next Add did not wake the tailer")
+	}
+}
