@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,5 +60,55 @@ func BenchmarkInterleavedAppends(b *testing.B) {
 	}
 	if seq, ok := walRestarts(b, path); ok && seq == seq0 {
 		b.ReportMetric(float64(walSize()-size0)/float64(b.N), "wal-B/op")
+	}
+}
+
+// BenchmarkDriverCommit is the floor under the writer's commits: a bare
+// BEGIN IMMEDIATE, n inserts of a token-sized row and COMMIT through
+// database/sql and the pure-Go driver, with the store's journal mode and
+// synchronous setting and nothing of the store around them. An op is one
+// transaction.
+func BenchmarkDriverCommit(b *testing.B) {
+	for _, n := range []int{0, 1, 8} {
+		b.Run(fmt.Sprintf("inserts=%d", n), func(b *testing.B) {
+			db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "bare.db")+
+				"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(0)")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			ctx := context.Background()
+			c, err := db.Conn(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.ExecContext(ctx, `CREATE TABLE j (id INTEGER PRIMARY KEY, run_id TEXT, last_seq INTEGER, first_seq INTEGER, data BLOB)`); err != nil {
+				b.Fatal(err)
+			}
+			prep := func(q string) *sql.Stmt {
+				st, err := c.PrepareContext(ctx, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return st
+			}
+			begin, commit := prep(`BEGIN IMMEDIATE`), prep(`COMMIT`)
+			insert := prep(`INSERT INTO j (run_id, last_seq, first_seq, data) VALUES (?, ?, ?, ?)`)
+			data := make([]byte, 200)
+			for i := 0; b.Loop(); i++ {
+				if _, err := begin.Exec(); err != nil {
+					b.Fatal(err)
+				}
+				for range n {
+					if _, err := insert.Exec("run-0123456789", i, i, data); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := commit.Exec(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
