@@ -82,10 +82,14 @@ func (s *Store) commitOne(r *appendReq) {
 	// The committer's context is detached from callers: a queued append
 	// completes even if its caller has gone.
 	ctx := context.WithoutCancel(s.ctx)
+	s.own.expect(r.runID)
 	err := s.pool.QueryRow(ctx, appendSQL, r.args(s.opts.Channel)...).Scan(&r.res.first, &r.res.n, &r.res.code, &r.res.observed)
 	r.err = wrap("append", err)
 	if err == nil {
 		s.counted(1)
+	}
+	if err != nil || r.res.code != "ok" {
+		s.own.withdraw(r.runID, &s.hub)
 	}
 	close(r.done)
 }
@@ -97,6 +101,28 @@ func (s *Store) commitGroup(group []*appendReq) {
 	}
 	slices.SortStableFunc(group, func(a, b *appendReq) int { return cmp.Compare(a.runID, b.runID) })
 	ctx := context.WithoutCancel(s.ctx)
+	// A run's notifications are one per transaction (Postgres sends one of
+	// several identical): expect one per run; the group is sorted by run.
+	runs := func(yield func(run string, ok bool) bool) {
+		for i, r := range group {
+			if i > 0 && group[i-1].runID == r.runID {
+				continue
+			}
+			ok := false
+			for _, o := range group[i:] {
+				if o.runID != r.runID {
+					break
+				}
+				ok = ok || o.res.code == "ok"
+			}
+			if !yield(r.runID, ok) {
+				return
+			}
+		}
+	}
+	for run := range runs {
+		s.own.expect(run)
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		for _, r := range group {
@@ -111,6 +137,11 @@ func (s *Store) commitGroup(group []*appendReq) {
 		}
 		return br.Close()
 	})
+	for run, ok := range runs {
+		if err != nil || !ok {
+			s.own.withdraw(run, &s.hub)
+		}
+	}
 	if err != nil {
 		s.opts.Logger.Warn("durable/postgres: group commit failed; retrying its appends one by one",
 			"appends", len(group), "err", fmt.Sprint(err))

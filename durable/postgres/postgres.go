@@ -60,6 +60,7 @@ type Store struct {
 	hub    notify.Hub
 	recent tail.Recent
 	tail   tail.Reader
+	own    ownNotices // notifications of this store's appends not yet received
 
 	ctx           context.Context // ends at Shutdown
 	cancel        context.CancelFunc
@@ -341,6 +342,7 @@ func (s *Store) listenOnce(cfg *pgx.ConnConfig, listening func()) error {
 		return err
 	}
 	// Anything committed while we were not listening was missed.
+	s.own.reset()
 	s.hub.WakeAll()
 	listening()
 	for {
@@ -348,9 +350,10 @@ func (s *Store) listenOnce(cfg *pgx.ConnConfig, listening func()) error {
 		if err != nil {
 			return err
 		}
-		if n.Payload == "" {
+		switch {
+		case n.Payload == "":
 			s.hub.WakeAll()
-		} else {
+		case !s.own.received(n.Payload):
 			s.hub.Wake(n.Payload)
 		}
 	}

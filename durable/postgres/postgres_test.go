@@ -245,3 +245,50 @@ func TestCommitStats(t *testing.T) {
 		t.Fatalf("after %d concurrent appends: %+v", producers, got)
 	}
 }
+
+// A tailer of a log this store appends to reads each append from the
+// cache of recent entries, woken by the append: the append's own
+// notification, arriving after, does not wake it again to query the
+// database (nor, arriving first, have it read there what the cache is
+// about to hold).
+func TestOwnNotificationsWakeNoTailer(t *testing.T) {
+	s := open(t, newSchema(t), nil)
+	queries := postgres.CountReadQueries(s)
+	const n = 200
+	ctx := t.Context()
+	if _, err := s.Append(ctx, "own", [][]byte{[]byte(`{"i":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan int, 1)
+	done := make(chan error, 1)
+	go func() {
+		got := 0
+		for _, err := range s.Read(ctx, "own", durable.FromStart) {
+			if err != nil {
+				done <- err
+				return
+			}
+			got++
+			read <- got
+		}
+		done <- nil
+	}()
+	for i := 2; i <= n; i++ {
+		for got := <-read; got < i-1; got = <-read {
+		}
+		if _, err := s.Append(ctx, "own", [][]byte{fmt.Appendf(nil, `{"i":%d}`, i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for got := <-read; got < n; got = <-read {
+	}
+	if err := s.Close(ctx, "own"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if q := queries.Load(); q > n/10 {
+		t.Fatalf("the tailer queried the database %d times for %d appends of this store", q, n)
+	}
+}

@@ -1,0 +1,22 @@
+package postgres
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/goai-sdk/goai/durable/internal/tail"
+)
+
+// CountReadQueries makes s count the queries its tailers make for entries
+// and returns the count. Call it before the first Read.
+func CountReadQueries(s *Store) *atomic.Int64 {
+	n := new(atomic.Int64)
+	query := s.tail.Query
+	s.tail.Query = func(ctx context.Context, runID string, after int64, limit int) (*tail.State, error) {
+		if limit > 0 {
+			n.Add(1)
+		}
+		return query(ctx, runID, after, limit)
+	}
+	return n
+}
