@@ -15,15 +15,7 @@ import (
 // FormatOffset mints the offset of entry seq (from 1) of runID's log in a
 // backend identified by scheme (for example "sqlite").
 func FormatOffset(scheme, runID string, seq int64) string {
-	var b strings.Builder
-	esc := url.QueryEscape(runID)
-	b.Grow(len(scheme) + len(esc) + 24)
-	b.WriteString(scheme)
-	b.WriteString(":v1:")
-	b.WriteString(esc)
-	b.WriteByte(':')
-	b.WriteString(strconv.FormatInt(seq, 10))
-	return b.String()
+	return NewOffsetMinter(scheme, runID).Offset(seq)
 }
 
 // OffsetMinter mints the offsets of one run's log: FormatOffset with the

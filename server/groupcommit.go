@@ -17,7 +17,8 @@ import (
 //
 // A store that queues appends itself (durable.QueuedAppender, used when
 // there is no linger) is asked by add for an append, and takes the batch
-// when the append runs, on its writer: what queues until then goes in it,
+// when the append runs, on its writer (the in-memory store's runs at once,
+// inside add): what queues until then goes in it,
 // and a paced model's token costs no goroutine here. The completion asks
 // for another append while entries are queued. Otherwise an appender
 // goroutine appends the batches; it runs only while something is

@@ -101,27 +101,12 @@ func (s *Store) commitGroup(group []*appendReq) {
 	}
 	slices.SortStableFunc(group, func(a, b *appendReq) int { return cmp.Compare(a.runID, b.runID) })
 	ctx := context.WithoutCancel(s.ctx)
-	// A run's notifications are one per transaction (Postgres sends one of
-	// several identical): expect one per run; the group is sorted by run.
-	runs := func(yield func(run string, ok bool) bool) {
-		for i, r := range group {
-			if i > 0 && group[i-1].runID == r.runID {
-				continue
-			}
-			ok := false
-			for _, o := range group[i:] {
-				if o.runID != r.runID {
-					break
-				}
-				ok = ok || o.res.code == "ok"
-			}
-			if !yield(r.runID, ok) {
-				return
-			}
+	// A transaction sends one notification per run (Postgres drops
+	// identical repeats): expect one per run, the group being sorted by run.
+	for i, r := range group {
+		if i == 0 || group[i-1].runID != r.runID {
+			s.own.expect(r.runID)
 		}
-	}
-	for run := range runs {
-		s.own.expect(run)
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
@@ -137,10 +122,16 @@ func (s *Store) commitGroup(group []*appendReq) {
 		}
 		return br.Close()
 	})
-	for run, ok := range runs {
-		if err != nil || !ok {
-			s.own.withdraw(run, &s.hub)
+	// A run none of whose appends stored anything sent no notification.
+	for i := 0; i < len(group); {
+		j, stored := i, false
+		for ; j < len(group) && group[j].runID == group[i].runID; j++ {
+			stored = stored || group[j].res.code == "ok"
 		}
+		if err != nil || !stored {
+			s.own.withdraw(group[i].runID, &s.hub)
+		}
+		i = j
 	}
 	if err != nil {
 		s.opts.Logger.Warn("durable/postgres: group commit failed; retrying its appends one by one",
