@@ -115,3 +115,38 @@ func BenchmarkDriverCommit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDataVersion is the writer's check for other processes' commits,
+// made at the start of every transaction, both ways: PRAGMA data_version,
+// a prepared statement on the writer's connection, and the pager's data
+// version through sqlite3_file_control (fileVersion), which the writer
+// uses.
+func BenchmarkDataVersion(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "goai.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Shutdown()
+	pragma, err := s.wc.PrepareContext(context.Background(), `PRAGMA data_version`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pragma.Close()
+	b.Run("pragma", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var v int64
+			if err := pragma.QueryRow().Scan(&v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("file-control", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.fileVersion(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

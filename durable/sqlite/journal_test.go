@@ -143,7 +143,7 @@ func TestCompactionFromCopies(t *testing.T) {
 
 	// A row put in the journal through the writer's own connection
 	// without a copy (a write the writer's bookkeeping missed): the same
-	// connection, so PRAGMA data_version does not see it.
+	// connection, so the data version check does not see it.
 	err := h.s.exec(context.Background(), noRun, func(tx *writeTx) error {
 		if _, err := tx.Exec(`INSERT INTO goai_logs (run_id, last_seq, created_at, id) VALUES ('c', 0, 0, ` + newLogID + `)`); err != nil {
 			return err
@@ -167,7 +167,7 @@ func TestCompactionFromCopies(t *testing.T) {
 
 // TestCompactionKeepsAnotherWritersRows: rows another process put in the
 // journal since the writer's last transaction are moved with the writer's
-// own, found through PRAGMA data_version before the copies are trusted.
+// own, found through the pager's data version before the copies are trusted.
 func TestCompactionKeepsAnotherWritersRows(t *testing.T) {
 	var logs, otherLogs syncBuffer
 	path := filepath.Join(t.TempDir(), "goai.db")

@@ -759,8 +759,8 @@ func (s *Store) begin() (*writeTx, error) {
 	if _, err := s.st.begin.Exec(); err != nil {
 		return nil, fmt.Errorf("durable/sqlite: begin: %w", err)
 	}
-	tx := &writeTx{c: s.wc, st: &s.st}
-	if err := s.checkForeignWrites(tx); err != nil {
+	tx := &writeTx{c: s.wc, st: &s.st, ended: s.transactionEnded}
+	if err := s.checkForeignWrites(); err != nil {
 		tx.Rollback()
 		return nil, err
 	}

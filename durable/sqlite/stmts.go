@@ -19,11 +19,11 @@ const putMany = 16
 // among them, are prepared on its one connection (writeTx); the readers'
 // on their pool, which prepares each once per connection.
 type stmts struct {
-	begin, commit, rollback                                                                      *sql.Stmt
-	dataVersion, producerGet, appendState, tailGet, logCreate, journalPut, chunkPut, producerPut *sql.Stmt
-	journalAll, journalClear, logClose                                                           *sql.Stmt
-	runGet, runUpdate, runInsert, runEpoch, leaseBeat, leaseBeatAll, leaseLost                   *sql.Stmt
-	threadPut, requestPut, checkpoint, restartWAL, busyShort, busyLong                           *sql.Stmt
+	begin, commit, rollback                                                         *sql.Stmt
+	producerGet, appendState, tailGet, logCreate, journalPut, chunkPut, producerPut *sql.Stmt
+	journalAll, journalClear, logClose                                              *sql.Stmt
+	runGet, runUpdate, runInsert, runEpoch, leaseBeat, leaseBeatAll, leaseLost      *sql.Stmt
+	threadPut, requestPut, checkpoint, restartWAL, busyShort, busyLong              *sql.Stmt
 
 	readPage, readState, readLog, readRun                *sql.Stmt
 	readRequest, readThread, readOwner, readCancels      *sql.Stmt
@@ -111,7 +111,6 @@ func (s *Store) prepare() error {
 		appendState:  w(appendStateSQL),
 		logCreate:    w(`INSERT INTO goai_logs (run_id, last_seq, created_at, id) VALUES (?1, 0, ?2, ` + newLogID + `)`),
 		tailGet:      w(`SELECT ` + tailSQL),
-		dataVersion:  w(`PRAGMA data_version`),
 		journalPut:   w(`INSERT INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES (?, ?, ?, ?)`),
 		chunkPut:     w(`INSERT INTO goai_chunks (log, first_seq, last_seq, data) VALUES (` + logOf + `, ?2, ?3, ?4)`),
 		producerPut:  w(`INSERT INTO goai_producers (run_id, producer_id, producer_seq, first_seq, n) VALUES (?, ?, ?, ?, ?)`),
@@ -171,7 +170,7 @@ func (st *stmts) writes(s *sql.Stmt) bool { return st.writer[s] }
 func (st *stmts) close() {
 	for _, s := range []*sql.Stmt{
 		st.begin, st.commit, st.rollback,
-		st.producerGet, st.dataVersion, st.appendState, st.tailGet, st.logCreate, st.journalPut, st.chunkPut, st.producerPut,
+		st.producerGet, st.appendState, st.tailGet, st.logCreate, st.journalPut, st.chunkPut, st.producerPut,
 		st.journalAll, st.journalClear, st.logClose,
 		st.runGet, st.runUpdate, st.runInsert, st.runEpoch, st.leaseBeat, st.leaseBeatAll, st.leaseLost,
 		st.threadPut, st.requestPut, st.checkpoint, st.restartWAL, st.busyShort, st.busyLong,

@@ -3,6 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
+
+	msqlite "modernc.org/sqlite"
 )
 
 // writeTx is a transaction of the writer, on its one connection. The
@@ -16,9 +19,10 @@ import (
 // Only the writer goroutine uses one, and only between Store.begin and its
 // Commit or Rollback.
 type writeTx struct {
-	c    *sql.Conn
-	st   *stmts
-	done bool
+	c     *sql.Conn
+	st    *stmts
+	done  bool
+	ended func() // called once the transaction has ended, committed or not
 }
 
 // Stmt returns st, a statement of the writer's (prepared on its
@@ -56,6 +60,7 @@ func (tx *writeTx) Commit() error {
 		return sql.ErrTxDone
 	}
 	tx.done = true
+	defer tx.ended()
 	if _, err := tx.st.commit.Exec(); err != nil {
 		tx.st.rollback.Exec() // fails when SQLite ended it already
 		return err
@@ -70,6 +75,24 @@ func (tx *writeTx) Rollback() error {
 		return sql.ErrTxDone
 	}
 	tx.done = true
+	defer tx.ended()
 	_, err := tx.st.rollback.Exec()
 	return err
+}
+
+// fileVersion returns the data version of the writer connection's pager,
+// which changes whenever the database file does, through this connection
+// or another (sqlite3_file_control, SQLITE_FCNTL_DATA_VERSION).
+func (s *Store) fileVersion() (uint32, error) {
+	var v uint32
+	err := s.wc.Raw(func(dc any) error {
+		fc, ok := dc.(msqlite.FileControl)
+		if !ok {
+			return fmt.Errorf("driver connection %T has no file control", dc)
+		}
+		var err error
+		v, err = fc.FileControlDataVersion("main")
+		return err
+	})
+	return v, err
 }

@@ -87,11 +87,21 @@ func (c *Recent) add(scheme, runID string, first int64, batch [][]byte, copied b
 		l.first += int64(len(l.entries) - len(keep))
 		l.entries = append(make([]durable.Entry, 0, 2*recentEntries), keep...)
 	}
+	var buf []byte // the batch's copy: one allocation, not one per entry
+	if copied {
+		n := 0
+		for _, b := range batch {
+			n += len(b)
+		}
+		buf = make([]byte, 0, n)
+	}
 	mint := durable.NewOffsetMinter(scheme, runID)
 	for i, b := range batch {
 		data := b
 		if copied {
-			data = append([]byte{}, b...)
+			at := len(buf)
+			buf = append(buf, b...)
+			data = buf[at:len(buf):len(buf)]
 		}
 		l.entries = append(l.entries, durable.Entry{Offset: mint.Offset(first + int64(i)), Data: data})
 	}

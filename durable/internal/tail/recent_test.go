@@ -42,6 +42,12 @@ func TestRecent(t *testing.T) {
 	if got := fmt.Sprint(seqs(t, c.after("r", 0))); got != "[e1 e2 e3]" {
 		t.Fatalf("after 0: %s", got)
 	}
+	// The copies share one buffer; appending to one entry's bytes must
+	// not write over the next's.
+	_ = append(c.after("r", 0)[0].Data, 'Z')
+	if got := fmt.Sprint(seqs(t, c.after("r", 0))); got != "[e1 e2 e3]" {
+		t.Fatalf("after an append to the first entry's bytes: %s", got)
+	}
 	if got := fmt.Sprint(seqs(t, c.after("r", 2))); got != "[e3]" {
 		t.Fatalf("after 2: %s", got)
 	}
