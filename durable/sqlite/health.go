@@ -37,12 +37,12 @@ func migrate(db *sql.DB) error {
 	if err := migrateChunksToLogs(db); err != nil {
 		return err
 	}
-	// goai_threads_owner answers ThreadOwner from the index: in the table,
-	// the owner column comes after the transcript, and reaching it walks
-	// the transcript's overflow pages.
+	if err := migrateThreadsToRows(db); err != nil {
+		return fmt.Errorf("moving the threads to rows: %w", err)
+	}
 	_, err := db.Exec(`CREATE UNIQUE INDEX IF NOT EXISTS goai_chunks_log ON goai_chunks (log, last_seq);
 CREATE INDEX IF NOT EXISTS goai_runs_finished ON goai_runs (finished_at) WHERE finished_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS goai_threads_owner ON goai_threads (thread_id, owner);
+CREATE UNIQUE INDEX IF NOT EXISTS goai_threads_id ON goai_threads (thread_id);
 CREATE TABLE IF NOT EXISTS goai_run_requests (
 	run_id TEXT PRIMARY KEY,
 	body   BLOB NOT NULL
@@ -157,6 +157,36 @@ func migrateChunksToLogs(db *sql.DB) error {
 	} {
 		if _, err := tx.Exec(q); err != nil {
 			return fmt.Errorf("numbering the chunks' logs: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// migrateThreadsToRows rewrites a goai_threads keyed by thread (WITHOUT
+// ROWID, the layout before threadsTable) as the current table, in the
+// order its threads were last saved, in one transaction; its old index,
+// goai_threads_owner, goes with it. goai_threads_id is created after it by
+// migrate.
+func migrateThreadsToRows(db *sql.DB) error {
+	// The layout is read in the transaction (which holds the write lock),
+	// so that two processes opening an old database rewrite it once.
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if rows, err := hasColumn(tx, "goai_threads", "id"); err != nil || rows {
+		return err
+	}
+	for _, q := range []string{
+		`ALTER TABLE goai_threads RENAME TO goai_threads_by_id`,
+		threadsTable,
+		`INSERT INTO goai_threads (thread_id, owner, run_id, updated_at, interrupts, messages)
+			SELECT thread_id, owner, run_id, updated_at, interrupts, messages FROM goai_threads_by_id ORDER BY updated_at, thread_id`,
+		`DROP TABLE goai_threads_by_id`,
+	} {
+		if _, err := tx.Exec(q); err != nil {
+			return err
 		}
 	}
 	return tx.Commit()

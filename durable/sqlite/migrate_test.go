@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -220,6 +221,67 @@ func TestMigratesChunksToNumberedLogs(t *testing.T) {
 	if named != 0 || oldIndex != 0 {
 		t.Fatalf("after the migration: run_id column %d, old index or table %d", named, oldIndex)
 	}
+}
+
+// A database whose threads are keyed by thread (WITHOUT ROWID, with the
+// goai_threads_owner index: the layout before rows) opens with every
+// thread as it was, transcript, run, interrupts, time and owner; saving a
+// thread again replaces it, a new one is added, and the old table and
+// index are gone.
+func TestMigratesThreadsToRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	big := `[{"id":"u","role":"user","parts":[{"type":"text","content":"` + strings.Repeat("x", 5000) + `"}]}]`
+	writeDatabase(t, path,
+		`CREATE TABLE goai_threads (thread_id TEXT PRIMARY KEY, messages TEXT NOT NULL, run_id TEXT NOT NULL, interrupts TEXT,
+			updated_at INTEGER NOT NULL, owner TEXT NOT NULL DEFAULT '') WITHOUT ROWID`,
+		`CREATE INDEX goai_threads_owner ON goai_threads (thread_id, owner)`,
+		`INSERT INTO goai_threads VALUES ('b', '[]', 'rb', '[{"id":"i"}]', 2000, 'bob'), ('a', '`+big+`', 'ra', NULL, 1000, 'alice')`,
+	)
+	s := open(t, path)
+	ctx := context.Background()
+	for _, want := range []durable.Thread{
+		{ThreadID: "a", Messages: []byte(big), RunID: "ra", UpdatedAt: time.UnixMilli(1000).UTC(), Owner: "alice"},
+		{ThreadID: "b", Messages: []byte(`[]`), RunID: "rb", Interrupts: []byte(`[{"id":"i"}]`), UpdatedAt: time.UnixMilli(2000).UTC(), Owner: "bob"},
+	} {
+		got, ok, err := s.LoadThread(ctx, want.ThreadID)
+		if err != nil || !ok || describe(got) != describe(want) {
+			t.Fatalf("thread %s after the migration: %s %v %v, want %s", want.ThreadID, describe(got), ok, err, describe(want))
+		}
+		if owner, ok, err := s.ThreadOwner(ctx, want.ThreadID); err != nil || !ok || owner != want.Owner {
+			t.Fatalf("owner of %s after the migration: %q %v %v", want.ThreadID, owner, ok, err)
+		}
+	}
+	for _, th := range []durable.Thread{
+		{ThreadID: "a", Messages: []byte(`[{"id":"v"}]`), RunID: "ra2", UpdatedAt: time.UnixMilli(3000).UTC(), Owner: "alice"},
+		{ThreadID: "c", Messages: []byte(`[]`), RunID: "rc", UpdatedAt: time.UnixMilli(4000).UTC(), Owner: "carol"},
+	} {
+		if err := s.SaveThread(ctx, th); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok, err := s.LoadThread(ctx, th.ThreadID); err != nil || !ok || describe(got) != describe(th) {
+			t.Fatalf("thread %s saved after the migration: %s %v %v, want %s", th.ThreadID, describe(got), ok, err, describe(th))
+		}
+	}
+	db := shutDown(t, s, path)
+	var threads, rows, old int
+	if err := db.QueryRow(`SELECT count(*) FROM goai_threads`).Scan(&threads); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('goai_threads') WHERE name = 'id'`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name IN ('goai_threads_owner', 'goai_threads_by_id')`).Scan(&old); err != nil {
+		t.Fatal(err)
+	}
+	if threads != 3 || rows != 1 || old != 0 {
+		t.Fatalf("after the migration: %d threads, id column %d, old index or table %d", threads, rows, old)
+	}
+}
+
+// describe prints a thread, its transcript as a length and a hash.
+func describe(th durable.Thread) string {
+	return fmt.Sprintf("%s: run %s, owner %q, at %d, interrupts %s, messages %d bytes (%x)",
+		th.ThreadID, th.RunID, th.Owner, th.UpdatedAt.UnixMilli(), th.Interrupts, len(th.Messages), sha256.Sum256(th.Messages))
 }
 
 // shutDown shuts s down and opens its database, at path, for the test to

@@ -50,11 +50,11 @@ const listSQL = `SELECT ` + runColumns + ` FROM goai_runs WHERE `
 const leaseSeen = `coalesce((SELECT l.heartbeat_at FROM goai_leases l WHERE l.run_id = goai_runs.run_id), started_at)`
 
 // threadOwnerSQL is the owner of thread ?1: its saved thread's, else its
-// first run's. The thread's comes from goai_threads_owner: in the table the
-// owner follows the transcript, and reading it there walks the transcript's
-// overflow pages (about 350 us for 1 MiB, against 17 from the index).
+// first run's. The thread's row holds its owner before its transcript
+// (threadsTable), so reading it never walks the transcript's overflow
+// pages.
 const threadOwnerSQL = `SELECT owner FROM (
-		SELECT 0 AS k, owner FROM goai_threads INDEXED BY goai_threads_owner WHERE thread_id = ?1
+		SELECT 0 AS k, owner FROM goai_threads WHERE thread_id = ?1
 		UNION ALL
 		SELECT * FROM (SELECT 1, owner FROM goai_runs WHERE thread_id = ?1 ORDER BY started_at, id LIMIT 1))
 	ORDER BY k LIMIT 1`
