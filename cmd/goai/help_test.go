@@ -172,7 +172,7 @@ func TestEnvSize(t *testing.T) {
 
 func TestSQLiteOptionsCommitGap(t *testing.T) {
 	t.Setenv("GOAI_WAL_LIMIT", "")
-	for v, want := range map[string]time.Duration{"": 0, "0": 0, "1ms": time.Millisecond, "500us": 500 * time.Microsecond, "100ms": 100 * time.Millisecond} {
+	for v, want := range map[string]time.Duration{"": defaultCommitGap, "0": 0, "1ms": time.Millisecond, "500us": 500 * time.Microsecond, "100ms": 100 * time.Millisecond} {
 		t.Setenv("GOAI_COMMIT_GAP", v)
 		if o, err := sqliteOptions(); err != nil || o.CommitGap != want {
 			t.Errorf("%q: %+v, %v; want a gap of %v", v, o, err, want)

@@ -51,10 +51,10 @@ type Options struct {
 	// everything queued meanwhile (up to MaxGroup; after a full commit it
 	// does not wait). Zero means none: every write is committed as soon as
 	// the writer is free. A gap trades latency for CPU: with 100 producers
-	// each appending a token every 10 ms, 2 ms took a commit from 10 to 28
-	// writes, saved 2 to 10 % of the server's CPU per event and added about
-	// 1.5 ms to the median token latency (bench/README.md). CommitStats
-	// counts the writes a commit shares.
+	// each appending a token every 10 ms, 2 ms took a commit from 8 to 28
+	// writes, saved about a tenth of the server's CPU per event and added
+	// 1 to 2 ms to the median token latency (bench/README.md); goai serve
+	// uses 2 ms. CommitStats counts the writes a commit shares.
 	CommitGap time.Duration
 	// JournalRows is the journal size, in rows, at which the writer moves
 	// it into the entries table (journal.go). Zero means 1024.
