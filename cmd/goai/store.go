@@ -63,7 +63,7 @@ const maxCommitGap = 100 * time.Millisecond
 // defaultCommitGap is GOAI_COMMIT_GAP unless set. With a hundred streams
 // of a token every 10 or 50 ms it took commits from about 8 writes to 28
 // (10 ms) and cut the server's CPU per event by a tenth, for 1 to 2 ms of
-// median token latency (p99 about 5.5 ms against 4.5); a lone stream
+// median token latency (p99 6.5 ms against 4.5); a lone stream
 // never waits (sqlite.Options.CommitGap), and an unpaced one commits
 // full groups, which do not wait either (bench/README.md, seventeenth
 // pass).
