@@ -154,7 +154,9 @@ type QueuedAppender interface {
 	// appends never wait (Memory), on the caller's before AppendQueued
 	// returns: they must be quick, must not call the store and must not
 	// hold a lock the caller holds. The store keeps no reference to a
-	// batch after calling done.
+	// batch slice after calling done, but take hands over the entries'
+	// bytes: the store may keep them as they are, and the caller must not
+	// modify them once taken.
 	AppendQueued(runID string, opts AppendOptions, take func() [][]byte, done func(err error) (again bool))
 }
 
@@ -248,13 +250,25 @@ func (e *OffsetError) Unwrap() error { return ErrInvalidOffset }
 // (docs/durable.md §1.3): non-empty, free of NUL, CR and LF, and equal to its trimmed form.
 // It says nothing about whether a backend minted s.
 func ValidOffset(s string) bool {
-	return s != "" && !strings.ContainsAny(s, "\x00\r\n") && strings.TrimSpace(s) == s
+	// Checked for every entry a server sends: a loop over the bytes, not
+	// strings.ContainsAny, which builds its set at each call.
+	return s != "" && !hasNulCRLF(s) && strings.TrimSpace(s) == s
+}
+
+// hasNulCRLF reports whether s holds a NUL, CR or LF byte.
+func hasNulCRLF(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == 0 || c == '\r' || c == '\n' {
+			return true
+		}
+	}
+	return false
 }
 
 // ValidRunID reports whether id can name a run: non-empty and free of NUL,
 // CR and LF.
 func ValidRunID(id string) bool {
-	return id != "" && !strings.ContainsAny(id, "\x00\r\n")
+	return id != "" && !hasNulCRLF(id)
 }
 
 // CheckRunID returns an error unless ValidRunID(id).

@@ -186,7 +186,7 @@ func (m *Memory) AppendWith(ctx context.Context, runID string, batch [][]byte, o
 	if len(batch) == 0 {
 		return []string{}, nil
 	}
-	sp, err := m.appendBatch(runID, batch, opts)
+	sp, err := m.appendBatch(runID, batch, false, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func (m *Memory) AppendQueued(runID string, opts AppendOptions, take func() [][]
 	for {
 		var err error
 		if batch := take(); len(batch) > 0 {
-			_, err = m.appendBatch(runID, batch, opts)
+			_, err = m.appendBatch(runID, batch, true, opts) // the entries are handed over
 		}
 		if !done(err) || err != nil {
 			return
@@ -213,8 +213,9 @@ func (m *Memory) AppendQueued(runID string, opts AppendOptions, take func() [][]
 	}
 }
 
-// appendBatch stores a non-empty batch and returns its span.
-func (m *Memory) appendBatch(runID string, batch [][]byte, opts AppendOptions) (memSpan, error) {
+// appendBatch stores a non-empty batch and returns its span. owned says
+// the entries were handed over (QueuedAppender): they are kept uncopied.
+func (m *Memory) appendBatch(runID string, batch [][]byte, owned bool, opts AppendOptions) (memSpan, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := m.logs[runID]
@@ -241,7 +242,10 @@ func (m *Memory) appendBatch(runID string, batch [][]byte, opts AppendOptions) (
 	l = m.logLocked(runID, true)
 	first := int64(len(l.entries)) + 1
 	for _, b := range batch {
-		l.entries = append(l.entries, bytes.Clone(b))
+		if !owned {
+			b = bytes.Clone(b)
+		}
+		l.entries = append(l.entries, b)
 	}
 	if opts.Producer.ID != "" {
 		if l.producers == nil {
@@ -327,11 +331,8 @@ func (m *Memory) ReadBatches(ctx context.Context, runID, after string) iter.Seq2
 				if ctx.Err() != nil {
 					return
 				}
-				batch = batch[:0]
-				for _, b := range buf {
-					pos++
-					batch = append(batch, Entry{Offset: mint.Offset(pos), Data: b})
-				}
+				batch = mint.AppendEntries(batch[:0], pos+1, buf)
+				pos += int64(len(buf))
 				if !yield(batch, nil) {
 					return
 				}

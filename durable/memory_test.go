@@ -121,10 +121,42 @@ func TestOffsetCodec(t *testing.T) {
 				t.Fatalf("minted %q for seq %d of %q, FormatOffset gives %q", got, seq, run, want)
 			}
 		}
+		// A batch's offsets share one string: each must still be its own
+		// seq's, across the seqs where the digits grow.
+		for _, first := range []int64{1, 7, 95, 999_998, 1<<62 - 2} {
+			data := [][]byte{[]byte("a"), nil, []byte("c"), []byte("d"), []byte("e")}
+			es := mint.AppendEntries([]durable.Entry{{Offset: "kept"}}, first, data)
+			if len(es) != 1+len(data) || es[0].Offset != "kept" {
+				t.Fatalf("AppendEntries lost or added entries: %+v", es)
+			}
+			for i, e := range es[1:] {
+				if want := durable.FormatOffset("s", run, first+int64(i)); e.Offset != want || string(e.Data) != string(data[i]) {
+					t.Fatalf("entry %d from seq %d of %q: %q %q, want %q %q", i, first, run, e.Offset, e.Data, want, data[i])
+				}
+			}
+		}
 	}
 	for _, bad := range []string{"s:v1:r:0", "s:v1:r:01", "s:v1:r:-1", "s:v1:r:", "s:v1:r", "s:v1:r:1x", "s:v1:r:99999999999999999999"} {
 		if _, err := durable.ParseOffset("s", "r", bad); !errors.Is(err, durable.ErrInvalidOffset) {
 			t.Fatalf("ParseOffset(%q) accepted", bad)
+		}
+	}
+}
+
+func TestValidOffsetAndRunID(t *testing.T) {
+	for _, bad := range []string{"", "a\nb", "a\rb", "a\x00b", "\n", "x\r"} {
+		if durable.ValidOffset(bad) || durable.ValidRunID(bad) {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	for _, bad := range []string{" a", "a ", "a\t"} {
+		if durable.ValidOffset(bad) {
+			t.Errorf("offset %q accepted", bad)
+		}
+	}
+	for _, good := range []string{"a", "s:v1:r%20x:12", "ü"} {
+		if !durable.ValidOffset(good) || !durable.ValidRunID(good) {
+			t.Errorf("%q refused", good)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -374,5 +375,35 @@ func TestGroupCommitLingerKeepsTheAppender(t *testing.T) {
 	g.stop()
 	if fmt.Sprint(r.batches) != "[[a]]" {
 		t.Fatalf("batches %v", r.batches)
+	}
+}
+
+// TestProducerKeep checks the entries a producer hands its log: each a
+// copy of its event, never changed by the entries cut after it, capped so
+// that an append to one cannot reach the next.
+func TestProducerKeep(t *testing.T) {
+	var p producer
+	wire := []byte("data: {\"type\":\"X\"}\n\n")
+	var kept [][]byte
+	for i := range 200 {
+		wire[10] = byte('a' + i%26)
+		kept = append(kept, p.keep(wire))
+	}
+	big := bytes.Repeat([]byte("b"), 3*maxEntryBuf)
+	kept = append(kept, p.keep(big), p.keep([]byte("after")))
+	wire[10] = 'Z' // the caller's buffer is its own
+	for i, e := range kept[:200] {
+		_ = append(e, "scribble"...)
+		want := []byte("data: {\"type\":\"X\"}\n\n")
+		want[10] = byte('a' + i%26)
+		if !bytes.Equal(e, want) || cap(e) != len(e) {
+			t.Fatalf("entry %d: %q (cap %d), want %q", i, e, cap(e), want)
+		}
+	}
+	if !bytes.Equal(kept[200], big) || string(kept[201]) != "after" {
+		t.Fatal("an entry larger than the buffers was not kept whole")
+	}
+	if cap(p.entryBuf) > 3*maxEntryBuf {
+		t.Fatalf("buffer of %d bytes", cap(p.entryBuf))
 	}
 }

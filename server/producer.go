@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -236,6 +235,8 @@ type producer struct {
 
 	threads    durable.ThreadStore // nil: the store keeps no threads, or the run names none
 	transcript transcript
+
+	entryBuf []byte // what keep cuts entries from (the drive goroutine's)
 }
 
 func (p *producer) bg() context.Context { return context.WithoutCancel(p.ctx) }
@@ -299,7 +300,30 @@ func (p *producer) emit(e *agui.Event, wire []byte) error {
 		c := *e
 		p.terminal = &c
 	}
-	return p.commits.add(bytes.Clone(wire))
+	return p.commits.add(p.keep(wire))
+}
+
+// Bounds of the buffers keep cuts entries from.
+const (
+	minEntryBuf = 512
+	maxEntryBuf = 8 << 10
+)
+
+// keep returns a copy of wire for the log, cut from a buffer the producer
+// fills entry after entry: one allocation for many entries rather than one
+// each. The buffers double from minEntryBuf to maxEntryBuf, so an idle
+// run's first entries hold little, and an entry larger than that gets a
+// buffer of its own size. Each copy is capped, and the producer never
+// writes into a buffer's cut part again, so an entry is never modified
+// once handed to the log (durable.QueuedAppender keeps them as they are).
+func (p *producer) keep(wire []byte) []byte {
+	if cap(p.entryBuf)-len(p.entryBuf) < len(wire) {
+		size := max(len(wire), min(2*cap(p.entryBuf), maxEntryBuf), minEntryBuf)
+		p.entryBuf = make([]byte, 0, size)
+	}
+	at := len(p.entryBuf)
+	p.entryBuf = append(p.entryBuf, wire...)
+	return p.entryBuf[at:len(p.entryBuf):len(p.entryBuf)]
 }
 
 func (p *producer) accept() error {

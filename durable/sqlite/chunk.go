@@ -3,6 +3,7 @@ package sqlite
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // A chunk is one row holding consecutive entries of a log, first_seq to
@@ -49,16 +50,21 @@ func encodeChunk(batch [][]byte) []byte {
 		}
 		return batch[0]
 	}
+	return appendChunk(nil, batch)
+}
+
+// appendChunk appends the data of a chunk of several entries to dst.
+func appendChunk(dst []byte, batch [][]byte) []byte {
 	n := 0
 	for _, b := range batch {
 		n += binary.MaxVarintLen32 + len(b)
 	}
-	out := make([]byte, 0, n)
+	dst = slices.Grow(dst, n)
 	for _, b := range batch {
-		out = binary.AppendUvarint(out, uint64(len(b)))
-		out = append(out, b...)
+		dst = binary.AppendUvarint(dst, uint64(len(b)))
+		dst = append(dst, b...)
 	}
-	return out
+	return dst
 }
 
 // decodeChunk calls f for each entry of the chunk first..last whose seq is

@@ -61,16 +61,18 @@ func (s *Store) appendJob(tx *writeTx, a *appendJob) (err error) {
 		a.first, a.n, a.stored, a.entry = 0, 0, false, nil
 		return nil
 	}
-	a.first, a.n, a.stored, a.entry, err = s.appendTx(tx, a.runID, a.batch, a.opts, s.opts.Now())
+	a.first, a.n, a.stored, a.entry, err = s.appendTx(tx, a.runID, a.batch, a.take != nil, a.opts, s.opts.Now())
 	return err
 }
 
 // appendTx appends batch; stored is false when it was a repeat (an
-// idempotent append already stored).
+// idempotent append already stored). owned says the batch's entries were
+// handed over (a queued append's): the writer may keep them as they are.
 //
-// entry, for a batch of one stored in the journal, is the writer's own copy
-// of it, which the cache of recent entries may share.
-func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable.AppendOptions, now time.Time) (first, n int64, stored bool, entry []byte, err error) {
+// entry, for a batch of one that was not handed over stored in the
+// journal, is the writer's own copy of it, which the cache of recent
+// entries may share.
+func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, opts durable.AppendOptions, now time.Time) (first, n int64, stored bool, entry []byte, err error) {
 	p := opts.Producer
 	if p.ID != "" {
 		first, n, err := s.producerBatch(tx, runID, p)
@@ -128,7 +130,7 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable
 	if len(batch) < putMany {
 		rows = 1
 		data := encodeChunk(batch)
-		if len(batch) == 1 {
+		if len(batch) == 1 && !owned {
 			// data is the caller's entry: the writer keeps its copy of
 			// the row until the journal is compacted, and the caller may
 			// reuse its buffer once the append returns.
@@ -139,7 +141,7 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, opts durable
 			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 		s.jt.inserted(journalRow{run: runID, first: last + 1, last: last + n, data: data})
-	} else if err := putChunks(tx.Stmt(s.st.chunkPut), runID, last+1, batch); err != nil {
+	} else if err := s.putChunks(tx.Stmt(s.st.chunkPut), runID, last+1, batch); err != nil {
 		return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
 	s.jt.set(runID, last+n, rows)
@@ -170,17 +172,34 @@ func (s *Store) appendState(tx *writeTx, runID string) (closed sql.NullInt64, ep
 }
 
 // putChunks inserts batch as runID's entries from seq first on, in chunks
-// of maxChunk entries at most.
-func putChunks(ins *sql.Stmt, runID string, first int64, batch [][]byte) error {
+// of maxChunk entries at most. The chunks are encoded in the writer's
+// buffer, reused from append to append: the driver copies what it binds.
+func (s *Store) putChunks(ins *sql.Stmt, runID string, first int64, batch [][]byte) error {
+	defer func() {
+		if cap(s.chunkBuf) > maxChunkBuf {
+			s.chunkBuf = nil // one large entry does not stay held
+		}
+	}()
 	for len(batch) > 0 {
 		c := batch[:min(len(batch), maxChunk)]
-		if _, err := ins.Exec(runID, first, first+int64(len(c))-1, encodeChunk(c)); err != nil {
+		data := c[0]
+		if len(c) > 1 {
+			s.chunkBuf = appendChunk(s.chunkBuf[:0], c)
+			data = s.chunkBuf
+		} else if data == nil {
+			data = []byte{}
+		}
+		if _, err := ins.Exec(runID, first, first+int64(len(c))-1, data); err != nil {
 			return err
 		}
 		batch, first = batch[len(c):], first+int64(len(c))
 	}
 	return nil
 }
+
+// maxChunkBuf is the largest buffer putChunks keeps between appends: the
+// encoding of a full chunk of typical events.
+const maxChunkBuf = 64 << 10
 
 // Close implements durable.Log.
 func (s *Store) Close(ctx context.Context, runID string) error {

@@ -106,6 +106,9 @@ type Store struct {
 	tail    tail.Reader
 	st      stmts
 	jt      journalTails // the writer goroutine's
+	// chunkBuf is the writer goroutine's buffer for encoding chunks
+	// (putChunks).
+	chunkBuf []byte
 	// The writer goroutine's own queue, ahead of ops: queued appends run
 	// again (AppendQueued), behind the writes drained from ops before them.
 	backlog     []*op
@@ -837,8 +840,12 @@ func (s *Store) finish(tx *writeTx, group []*op) {
 			o.committed()
 		}
 		switch {
+		case o.fn == nil && o.app.stored && o.app.take != nil:
+			// A queued append's entries were handed over: the cache keeps
+			// them without a copy.
+			s.recent.AddOwned(scheme, o.app.runID, o.app.first, o.app.batch) // and wakes its readers
 		case o.fn == nil && o.app.stored && o.app.entry != nil:
-			s.recent.AddOwned(scheme, o.app.runID, o.app.first, o.app.entry) // and wakes its readers
+			s.recent.AddOwned(scheme, o.app.runID, o.app.first, [][]byte{o.app.entry})
 		case o.fn == nil && o.app.stored:
 			s.recent.Add(scheme, o.app.runID, o.app.first, o.app.batch)
 		case o.wake != "":

@@ -51,10 +51,11 @@ func (c *Recent) Add(scheme, runID string, first int64, batch [][]byte) {
 	c.add(scheme, runID, first, batch, true)
 }
 
-// AddOwned is Add for one entry, data, which the cache keeps as it is:
-// the caller never modifies it.
-func (c *Recent) AddOwned(scheme, runID string, seq int64, data []byte) {
-	c.add(scheme, runID, seq, [][]byte{data}, false)
+// AddOwned is Add for entries the cache keeps as they are: nobody
+// modifies them once they are handed over (a queued append's, a store's own
+// copy). batch itself is not kept.
+func (c *Recent) AddOwned(scheme, runID string, first int64, batch [][]byte) {
+	c.add(scheme, runID, first, batch, false)
 }
 
 // add adds batch's entries, copied or as they are.
@@ -87,23 +88,22 @@ func (c *Recent) add(scheme, runID string, first int64, batch [][]byte, copied b
 		l.first += int64(len(l.entries) - len(keep))
 		l.entries = append(make([]durable.Entry, 0, 2*recentEntries), keep...)
 	}
-	var buf []byte // the batch's copy: one allocation, not one per entry
+	at := len(l.entries)
+	l.entries = durable.NewOffsetMinter(scheme, runID).AppendEntries(l.entries, first, batch)
 	if copied {
+		// The batch's copy: one allocation, not one per entry. Each entry
+		// is capped, so that an append to one cannot write over the next.
 		n := 0
 		for _, b := range batch {
 			n += len(b)
 		}
-		buf = make([]byte, 0, n)
-	}
-	mint := durable.NewOffsetMinter(scheme, runID)
-	for i, b := range batch {
-		data := b
-		if copied {
-			at := len(buf)
-			buf = append(buf, b...)
-			data = buf[at:len(buf):len(buf)]
+		buf := make([]byte, 0, n)
+		for i := range l.entries[at:] {
+			e := &l.entries[at+i]
+			from := len(buf)
+			buf = append(buf, e.Data...)
+			e.Data = buf[from:len(buf):len(buf)]
 		}
-		l.entries = append(l.entries, durable.Entry{Offset: mint.Offset(first + int64(i)), Data: data})
 	}
 	if c.Wakes != nil {
 		c.Wakes.Wake(runID)

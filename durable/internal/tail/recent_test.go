@@ -91,6 +91,23 @@ func TestRecent(t *testing.T) {
 	}
 }
 
+func TestRecentOwned(t *testing.T) {
+	var c Recent
+	src := batch(1, 2)
+	c.AddOwned("t", "r", 1, src)
+	es := c.after("r", 0)
+	if got := fmt.Sprint(seqs(t, es)); got != "[e1 e2]" {
+		t.Fatalf("after 0: %s", got)
+	}
+	if &es[0].Data[0] != &src[0][0] || &es[1].Data[0] != &src[1][0] {
+		t.Fatal("handed-over entries were copied")
+	}
+	src[0], src[1] = nil, nil // the batch slice itself is the caller's again
+	if got := fmt.Sprint(seqs(t, c.after("r", 0))); got != "[e1 e2]" {
+		t.Fatalf("after the caller reused its batch slice: %s", got)
+	}
+}
+
 func TestRecentClosed(t *testing.T) {
 	var c Recent
 	if c.fromStart("r") || c.ended("r", 0) {
