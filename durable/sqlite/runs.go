@@ -14,6 +14,13 @@ import (
 const runColumns = `run_id, thread_id, status, started_at, finished_at, error_message, error_code, usage,
 	sandbox_key, detached_since, cancel_requested, driver_epoch, owner`
 
+// runMutableColumns are the columns an update writes (durable.RunPatch's):
+// SQLite rewrites the entries of every index on a column that an UPDATE
+// sets, changed or not, so leaving out the run id, thread, start and owner
+// spares the run id's index a write of its random-key page.
+const runMutableColumns = `status, finished_at, error_message, error_code, usage,
+	sandbox_key, detached_since, cancel_requested, driver_epoch`
+
 type scanner interface{ Scan(dest ...any) error }
 
 func scanRun(sc scanner) (durable.RunRecord, error) {
@@ -57,6 +64,13 @@ func scanRun(sc scanner) (durable.RunRecord, error) {
 
 // runArgs returns the column values of r in runColumns order.
 func runArgs(r durable.RunRecord) []any {
+	m := mutableArgs(r)
+	return []any{r.RunID, r.ThreadID, m[0], r.StartedAt.UnixMilli(), m[1], m[2], m[3], m[4],
+		m[5], m[6], m[7], m[8], r.Owner}
+}
+
+// mutableArgs returns the column values of r in runMutableColumns order.
+func mutableArgs(r durable.RunRecord) [9]any {
 	var finished, detached, epoch, errMsg, errCode, usage, sbox, cancel any
 	if r.FinishedAt != nil {
 		finished = r.FinishedAt.UnixMilli()
@@ -82,8 +96,7 @@ func runArgs(r durable.RunRecord) []any {
 	if r.DriverEpoch != nil {
 		epoch = *r.DriverEpoch
 	}
-	return []any{r.RunID, r.ThreadID, string(r.Status), r.StartedAt.UnixMilli(), finished, errMsg, errCode, usage,
-		sbox, detached, cancel, epoch, r.Owner}
+	return [9]any{string(r.Status), finished, errMsg, errCode, usage, sbox, detached, cancel, epoch}
 }
 
 func (s *Store) getTx(tx *writeTx, runID string) (durable.RunRecord, bool, error) {
@@ -98,7 +111,8 @@ func (s *Store) getTx(tx *writeTx, runID string) (durable.RunRecord, bool, error
 }
 
 func (s *Store) putTx(tx *writeTx, r durable.RunRecord) error {
-	_, err := tx.Stmt(s.st.runUpdate).Exec(append(runArgs(r), r.RunID)...)
+	m := mutableArgs(r)
+	_, err := tx.Stmt(s.st.runUpdate).Exec(append(m[:], r.RunID)...)
 	if err != nil {
 		return fmt.Errorf("durable/sqlite: update run: %w", err)
 	}

@@ -120,7 +120,7 @@ func (s *Store) prepare() error {
 			VALUES (?1, ?2, ?3, ?3, ` + newLogID + `)
 			ON CONFLICT (run_id) DO UPDATE SET closed_at = coalesce(closed_at, excluded.closed_at), last_seq = excluded.last_seq`),
 		runGet:    w(`SELECT ` + runColumns + ` FROM goai_runs WHERE run_id = ?`),
-		runUpdate: w(`UPDATE goai_runs SET (` + runColumns + `) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE run_id = ?`),
+		runUpdate: w(`UPDATE goai_runs SET (` + runMutableColumns + `) = (?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE run_id = ?`),
 		runInsert: w(`INSERT INTO goai_runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (run_id) DO NOTHING`),
 		runEpoch: w(`UPDATE goai_runs SET driver_epoch = ? WHERE run_id = ?`),
