@@ -406,4 +406,13 @@ func TestProducerKeep(t *testing.T) {
 	if cap(p.entryBuf) > 3*maxEntryBuf {
 		t.Fatalf("buffer of %d bytes", cap(p.entryBuf))
 	}
+	// Past a run's first entries, entries share buffers.
+	var q producer
+	if n := testing.AllocsPerRun(5, func() {
+		for range 200 {
+			q.keep(wire)
+		}
+	}); n > 20 {
+		t.Fatalf("%.0f allocations for 200 entries", n)
+	}
 }
