@@ -306,3 +306,37 @@ func TestNewIDIs128BitRandom(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// A run id in flight is as guarded as a finished one: another principal
+// who sends it while its producer runs here (the duplicate-request path)
+// is told it does not exist and reads nothing of it.
+func TestRunIDInFlightIsNotShared(t *testing.T) {
+	srv, h, _ := newAuthEnv(t, nil)
+	req, _ := http.NewRequest("POST", srv.URL+"/api/chat", strings.NewReader(chatBody("slow", "r-live")))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	req.Header.Set("X-Run-Id", "r-live")
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	// Alice's stream has started: her producer runs.
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(res.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		c    call
+		want int
+	}{
+		{"bob reuses the run id with his own thread", call{method: "POST", path: "/api/chat", body: chatBody("t-bob", "r-live"), hdr: bearer(bobToken, "X-Run-Id", "r-live")}, http.StatusNotFound},
+		{"bob reuses the run id with alice's thread", call{method: "POST", path: "/api/chat", body: chatBody("slow", "r-live"), hdr: bearer(bobToken, "X-Run-Id", "r-live")}, http.StatusForbidden},
+	} {
+		st, _, b := do(t, srv, c.c)
+		wantStatus(t, c.what, st, c.want, b)
+	}
+	io.Copy(io.Discard, res.Body)
+	h.Wait()
+}

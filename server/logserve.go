@@ -55,7 +55,7 @@ func (h *Handler) join(w http.ResponseWriter, r *http.Request, runID, def string
 	if !h.ownsRun(w, r, runID, principal) {
 		return
 	}
-	h.serveLog(w, r, runID, offset, acceptFormat(r), nil)
+	h.serveLog(w, r, principal, runID, offset, acceptFormat(r), nil)
 }
 
 // ownsRun answers 404 (existence is private) unless principal owns runID;
@@ -123,7 +123,7 @@ func (h *Handler) threadOwner(ctx context.Context, threadID string) (Principal, 
 // A handler spends its stream's life in here, waiting for the log: what
 // comes before and after the read is in functions of their own, so that a
 // waiting handler's stack stays small.
-func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after string, format agui.Format, disc *chat.RunDisconnect) {
+func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, principal Principal, runID, after string, format agui.Format, disc *chat.RunDisconnect) {
 	if after != durable.FromStart && after != durable.Now && !durable.ValidOffset(after) {
 		badOffset(w, runID, after)
 		return
@@ -134,7 +134,7 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, runID, after 
 	ls := &logStream{w: w, format: format, direct: batched}
 	defer ls.stop()
 	err := h.readLog(r.Context(), runID, after, ls.send)
-	ended = h.endLog(r, ls, runID, after, disc, err)
+	ended = h.endLog(r, ls, principal, runID, after, disc, err)
 }
 
 func badOffset(w http.ResponseWriter, runID, after string) {
@@ -203,9 +203,9 @@ func (ls *logStream) stop() {
 // endLog finishes a log read that returned err: it retries a run starting
 // elsewhere, then answers what went wrong, or notifies disc of a client
 // gone. It reports whether the log was read to its end.
-func (h *Handler) endLog(r *http.Request, ls *logStream, runID, after string, disc *chat.RunDisconnect, err error) (ended bool) {
+func (h *Handler) endLog(r *http.Request, ls *logStream, principal Principal, runID, after string, disc *chat.RunDisconnect, err error) (ended bool) {
 	for grace := time.Now().Add(startGrace); !ls.started && errors.Is(err, durable.ErrRunNotFound) &&
-		after == durable.FromStart && h.startingElsewhere(r.Context(), runID, grace); {
+		after == durable.FromStart && h.startingElsewhere(r.Context(), principal, runID, grace); {
 		err = h.readLog(r.Context(), runID, after, ls.send)
 	}
 	if ls.sw != nil && ls.sw.Close() != nil {
@@ -312,13 +312,15 @@ func writeLogError(w http.ResponseWriter, runID string, err error) {
 // startingElsewhere reports, after a short pause, whether runID's record
 // says it is running but its producer has stored nothing yet (a duplicate
 // request racing the first, maybe on another replica), so the read is worth
-// retrying until deadline.
-func (h *Handler) startingElsewhere(ctx context.Context, runID string, deadline time.Time) bool {
+// retrying until deadline. The record must be principal's: a reader whose
+// ownership check found no run must not be served one created since by
+// someone else.
+func (h *Handler) startingElsewhere(ctx context.Context, principal Principal, runID string, deadline time.Time) bool {
 	if time.Now().After(deadline) {
 		return false
 	}
 	rec, err := h.cfg.Store.Get(ctx, runID)
-	if err != nil || rec.Status != durable.StatusRunning || time.Since(rec.StartedAt) > startGrace {
+	if err != nil || rec.Owner != string(principal) || rec.Status != durable.StatusRunning || time.Since(rec.StartedAt) > startGrace {
 		return false
 	}
 	t := time.NewTimer(20 * time.Millisecond)

@@ -38,10 +38,12 @@ func (h *Handler) startDurable(w http.ResponseWriter, r *http.Request, cr *chatR
 	added, ready := h.prod.add(runID, cancel)
 	if !added {
 		// The same fresh request again: it never starts a second producer.
+		// Its run id is all it shares with the first, which may be another
+		// principal's: the run's record says whose the log is.
 		cancel(nil)
 		select {
 		case <-ready:
-			return true, nil, func() {}
+			return h.ownsRun(w, r, runID, cr.principal), nil, func() {}
 		case <-r.Context().Done():
 			return false, nil, func() {}
 		}

@@ -90,12 +90,12 @@ func (h *Handler) postChat(w http.ResponseWriter, r *http.Request) {
 		h.serveStream(w, r, cr)
 	case cr.lastEvent != "":
 		// A reconnect re-sends the request: serve the log, never re-run.
-		h.serveLog(w, r, cr.runID, cr.lastEvent, cr.format, nil)
+		h.serveLog(w, r, cr.principal, cr.runID, cr.lastEvent, cr.format, nil)
 	default:
 		serve, disc, release := h.startDurable(w, r, cr)
 		defer release()
 		if serve {
-			h.serveLog(w, r, cr.runID, durable.FromStart, cr.format, disc)
+			h.serveLog(w, r, cr.principal, cr.runID, durable.FromStart, cr.format, disc)
 		}
 	}
 }
