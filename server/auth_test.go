@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -339,4 +341,39 @@ func TestRunIDInFlightIsNotShared(t *testing.T) {
 	}
 	io.Copy(io.Discard, res.Body)
 	h.Wait()
+}
+
+// The application's Options (which may act on the request's thread: goai
+// serve readies its workspace) run only for a request admitted to run:
+// not for another principal's thread, nor for a reconnect.
+func TestOptionsRunOnlyForAdmittedRuns(t *testing.T) {
+	var calls sync.Map // thread -> *atomic.Int32
+	srv, h, _ := newAuthEnv(t, func(cfg *server.Config) {
+		build := cfg.Options
+		cfg.Options = func(r *server.Request) (chat.Options, error) {
+			n, _ := calls.LoadOrStore(r.Input.ThreadID, new(atomic.Int32))
+			n.(*atomic.Int32).Add(1)
+			return build(r)
+		}
+	})
+	count := func() int32 {
+		n, ok := calls.Load("t-a")
+		if !ok {
+			return 0
+		}
+		return n.(*atomic.Int32).Load()
+	}
+	st, _, b := do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-a", "r-a"), hdr: bearer(aliceToken, "X-Run-Id", "r-a")})
+	wantStatus(t, "alice starts", st, 200, b)
+	h.Wait()
+	if n := count(); n != 1 {
+		t.Fatalf("alice's run built its options %d times", n)
+	}
+	st, _, b = do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-a", "r-b"), hdr: bearer(bobToken, "X-Run-Id", "r-b")})
+	wantStatus(t, "bob posts to alice's thread", st, 403, b)
+	st, _, b = do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-a", "r-a"), hdr: bearer(aliceToken, "X-Run-Id", "r-a", "Last-Event-ID", "-1")})
+	wantStatus(t, "alice reconnects", st, 200, b)
+	if n := count(); n != 1 {
+		t.Fatalf("options built %d times: for a refused request or a reconnect", n)
+	}
 }

@@ -42,9 +42,9 @@ func checkID(what, id string) error {
 	return nil
 }
 
-// decodeChat reads and validates a chat POST and builds its engine
-// options: the body is parsed once (agui.ParseRunInput), the messages
-// converted from that parse. On failure it has answered the request.
+// decodeChat reads and validates a chat POST (the body is parsed once,
+// agui.ParseRunInput). Its engine options are built by prepareRun, once
+// the request is admitted. On failure it has answered the request.
 func (h *Handler) decodeChat(w http.ResponseWriter, r *http.Request) (*chatRequest, bool) {
 	body, ok := readBody(w, r, h.cfg.MaxBodyBytes, h.cfg.bodyTimeout())
 	if !ok {
@@ -61,12 +61,7 @@ func (h *Handler) decodeChat(w http.ResponseWriter, r *http.Request) (*chatReque
 			return nil, false
 		}
 	}
-	opts, err := h.engineOptions(r, in)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
-		return nil, false
-	}
-	cr := &chatRequest{input: in, body: body, opts: opts, format: acceptFormat(r)}
+	cr := &chatRequest{input: in, body: body, format: acceptFormat(r)}
 	if h.cfg.Store != nil {
 		cr.runID = r.Header.Get("X-Run-Id")
 		cr.lastEvent = r.Header.Get("Last-Event-ID")
@@ -76,9 +71,26 @@ func (h *Handler) decodeChat(w http.ResponseWriter, r *http.Request) (*chatReque
 			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 			return nil, false
 		}
-		cr.opts.RunID = cr.runID
 	}
 	return cr, true
+}
+
+// prepareRun builds the engine options of an admitted request that runs
+// the engine. Not before: the application's Options may act on the
+// request's thread (goai serve readies the thread's workspace), which a
+// principal refused the thread must not reach. On failure it has answered
+// the request.
+func (h *Handler) prepareRun(w http.ResponseWriter, r *http.Request, cr *chatRequest) bool {
+	opts, err := h.engineOptions(r, cr.input)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return false
+	}
+	if cr.runID != "" {
+		opts.RunID = cr.runID
+	}
+	cr.opts = opts
+	return true
 }
 
 // engineOptions builds a request's engine options from its parsed body:

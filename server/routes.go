@@ -86,11 +86,12 @@ func (h *Handler) postChat(w http.ResponseWriter, r *http.Request) {
 	cr, ok := h.admitChat(w, r)
 	switch {
 	case !ok:
-	case cr.runID == "":
-		h.serveStream(w, r, cr)
-	case cr.lastEvent != "":
+	case cr.runID != "" && cr.lastEvent != "":
 		// A reconnect re-sends the request: serve the log, never re-run.
 		h.serveLog(w, r, cr.principal, cr.runID, cr.lastEvent, cr.format, nil)
+	case !h.prepareRun(w, r, cr):
+	case cr.runID == "":
+		h.serveStream(w, r, cr)
 	default:
 		serve, disc, release := h.startDurable(w, r, cr)
 		defer release()
