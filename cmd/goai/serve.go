@@ -62,6 +62,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2
 	}
+	if err := checkSharing(*storeURL, tokens, ag != nil); err != nil {
+		fmt.Fprintln(stderr, "goai serve:", err)
+		return 2
+	}
 	if err := ag.allowNetwork(*model); err != nil {
 		fmt.Fprintln(stderr, "goai serve:", err)
 		return 2

@@ -104,6 +104,26 @@ func checkExposure(addr string, tokens map[string]server.Principal, insecure boo
 		"Set GOAI_TOKEN or GOAI_TOKEN_FILE (or --token), bind a loopback address, or pass --insecure to serve it open anyway", addr)
 }
 
+// checkSharing refuses several principals on a server that keeps no run
+// store while it runs the workspace agent: without a store nothing records
+// who owns a thread, and a thread's workspace is found by the thread's id
+// alone, so one user could run commands in, and read, another's workspace
+// by naming its thread.
+func checkSharing(store string, tokens map[string]server.Principal, agent bool) error {
+	if storeKind(store) != "none" || !agent {
+		return nil
+	}
+	principals := map[server.Principal]bool{}
+	for _, p := range tokens {
+		principals[p] = true
+	}
+	if len(principals) < 2 {
+		return nil
+	}
+	return fmt.Errorf("refusing %d principals with --store none and the workspace agent: without a store nothing records who owns a thread, "+
+		"so one user could run commands in another's workspace by naming its thread. Keep a store (the default is sqlite), serve one principal, or pass --no-tools", len(principals))
+}
+
 // serveLimits are the resource settings from the environment.
 type serveLimits struct {
 	maxRuns        int

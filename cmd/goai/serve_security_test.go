@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goai-sdk/goai/server"
 )
 
 func TestParseTokens(t *testing.T) {
@@ -40,6 +42,35 @@ func TestCheckExposure(t *testing.T) {
 		}
 		if checkExposure(addr, nil, true) != nil {
 			t.Fatalf("%s refused with --insecure", addr)
+		}
+	}
+}
+
+// Without a store, nothing keeps users' threads (and so their workspaces)
+// apart: several principals are refused while the agent runs.
+func TestCheckSharing(t *testing.T) {
+	two := map[string]server.Principal{"t1": "alice", "t2": "bob"}
+	oneTwice := map[string]server.Principal{"t1": "alice", "t2": "alice"}
+	for _, c := range []struct {
+		store  string
+		tokens map[string]server.Principal
+		agent  bool
+		refuse bool
+	}{
+		{"none", two, true, true},
+		{"", two, true, true},
+		{"none", two, false, false},
+		{"none", oneTwice, true, false},
+		{"none", nil, true, false},
+		{"sqlite:x.db", two, true, false},
+		{"memory", two, true, false},
+	} {
+		err := checkSharing(c.store, c.tokens, c.agent)
+		if (err != nil) != c.refuse {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--store none") {
+			t.Fatalf("the refusal does not name the setting: %v", err)
 		}
 	}
 }
