@@ -316,8 +316,8 @@ const (
 
 // keep returns a copy of wire for the log. A run's first keptAlone entries
 // are copies of their own: a run waiting on its model after its first
-// tokens then holds no buffer's unused end (at 10,000 idle streams a
-// buffer from the first entry on cost about 2 % more memory). Later
+// tokens then holds no buffer's unused end, times the streams held idle
+// (bench/README.md, eighteenth pass). Later
 // entries are cut from a buffer the producer fills entry after entry, one
 // allocation for many; the buffers double from minEntryBuf to maxEntryBuf,
 // and an entry larger than that gets a buffer of its own size. Each copy
