@@ -22,8 +22,17 @@ const files = new Map(); // workspace panel: path -> {status, diff}
 let selected = null;
 
 function newThread() {
-  threadId = 'thread-' + Date.now() + '-' + Math.random().toString(36).slice(2, 8);
+  threadId = newId('thread-');
   localStorage.setItem('goai.threadId', threadId);
+}
+
+// newId names a thread or a run with 128 random bits, so that nobody can
+// guess an id before its owner has used it (the server refuses another
+// user's thread, but only once it has an owner). crypto.getRandomValues,
+// unlike crypto.randomUUID, also works on a plain-http address.
+function newId(prefix) {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return prefix + Array.from(b, x => x.toString(16).padStart(2, '0')).join('');
 }
 
 // el builds an element; children are nodes or strings (as text).
@@ -407,7 +416,7 @@ async function stream(runId, res) {
 }
 
 async function startRun(extra) {
-  const runId = 'run-' + Date.now() + '-' + Math.random().toString(36).slice(2, 8);
+  const runId = newId('run-');
   currentRun = runId;
   setState('running');
   let res;

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -188,6 +189,11 @@ func TestPageDemoRun(t *testing.T) {
 	}
 	if got := p.str(`document.querySelector('.msg.user').textContent`); got != q {
 		t.Errorf("user message %q", got)
+	}
+	// Ids are 128 random bits: nobody guesses a thread before its owner
+	// has used it.
+	if got := p.str(`localStorage.getItem('goai.threadId')`); !regexp.MustCompile(`^thread-[0-9a-f]{32}$`).MatchString(got) {
+		t.Errorf("thread id %q", got)
 	}
 	p.eval(`document.querySelector('#tree button').click()`, nil)
 	p.screenshot("finished")
