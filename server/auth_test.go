@@ -371,6 +371,8 @@ func TestOptionsRunOnlyForAdmittedRuns(t *testing.T) {
 	}
 	st, _, b = do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-a", "r-b"), hdr: bearer(bobToken, "X-Run-Id", "r-b")})
 	wantStatus(t, "bob posts to alice's thread", st, 403, b)
+	st, _, b = do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-a", "r-c"), hdr: bearer(bobToken)})
+	wantStatus(t, "bob streams on alice's thread without a run id", st, 403, b)
 	st, _, b = do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-a", "r-a"), hdr: bearer(aliceToken, "X-Run-Id", "r-a", "Last-Event-ID", "-1")})
 	wantStatus(t, "alice reconnects", st, 200, b)
 	if n := count(); n != 1 {

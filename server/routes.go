@@ -128,7 +128,10 @@ func (h *Handler) admitChat(w http.ResponseWriter, r *http.Request) (*chatReques
 	cr.principal = principal
 	switch {
 	case cr.runID == "":
-		return cr, h.admitRun(w)
+		// A plain stream keeps no log, but its thread is the thread's
+		// owner's all the same: the application's options may act on it
+		// (goai serve's agent works in the thread's workspace).
+		return cr, h.ownsThread(w, r, cr.input.ThreadID, principal) && h.admitRun(w)
 	case cr.lastEvent != "":
 		return cr, h.ownsRun(w, r, cr.runID, principal)
 	}
