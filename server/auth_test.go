@@ -33,8 +33,11 @@ func newAuthEnv(t *testing.T, mod func(*server.Config)) (*httptest.Server, *serv
 		Tokens: map[string]server.Principal{aliceToken: "alice", bobToken: "bob"},
 		Options: func(r *server.Request) (chat.Options, error) {
 			n := 3
-			if r.Input.ThreadID == "slow" {
+			switch r.Input.ThreadID {
+			case "slow":
 				n = 200
+			case "slower": // about ten seconds: a test ends it by cancelling
+				n = 2000
 			}
 			return chat.Options{Adapter: scripted.New(slowScenario(t, n, 5)), Debug: chat.DebugNone()}, nil
 		},
@@ -313,8 +316,8 @@ func TestNewIDIs128BitRandom(t *testing.T) {
 // who sends it while its producer runs here (the duplicate-request path)
 // is told it does not exist and reads nothing of it.
 func TestRunIDInFlightIsNotShared(t *testing.T) {
-	srv, h, _ := newAuthEnv(t, nil)
-	req, _ := http.NewRequest("POST", srv.URL+"/api/chat", strings.NewReader(chatBody("slow", "r-live")))
+	srv, h, store := newAuthEnv(t, nil)
+	req, _ := http.NewRequest("POST", srv.URL+"/api/chat", strings.NewReader(chatBody("slower", "r-live")))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
 	req.Header.Set("X-Run-Id", "r-live")
@@ -334,11 +337,17 @@ func TestRunIDInFlightIsNotShared(t *testing.T) {
 		want int
 	}{
 		{"bob reuses the run id with his own thread", call{method: "POST", path: "/api/chat", body: chatBody("t-bob", "r-live"), hdr: bearer(bobToken, "X-Run-Id", "r-live")}, http.StatusNotFound},
-		{"bob reuses the run id with alice's thread", call{method: "POST", path: "/api/chat", body: chatBody("slow", "r-live"), hdr: bearer(bobToken, "X-Run-Id", "r-live")}, http.StatusForbidden},
+		{"bob reuses the run id with alice's thread", call{method: "POST", path: "/api/chat", body: chatBody("slower", "r-live"), hdr: bearer(bobToken, "X-Run-Id", "r-live")}, http.StatusForbidden},
 	} {
 		st, _, b := do(t, srv, c.c)
 		wantStatus(t, c.what, st, c.want, b)
 	}
+	// The requests above met the run in flight, or they tested nothing.
+	if rec, err := store.Get(context.Background(), "r-live"); err != nil || rec.Status != durable.StatusRunning {
+		t.Fatalf("alice's run was no longer running: %+v %v", rec, err)
+	}
+	st, _, b := do(t, srv, call{method: "POST", path: "/api/chat/cancel", body: `{"runId":"r-live"}`, hdr: bearer(aliceToken)})
+	wantStatus(t, "alice cancels", st, http.StatusOK, b)
 	io.Copy(io.Discard, res.Body)
 	h.Wait()
 }
