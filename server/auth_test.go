@@ -32,14 +32,14 @@ func newAuthEnv(t *testing.T, mod func(*server.Config)) (*httptest.Server, *serv
 		Store:  store,
 		Tokens: map[string]server.Principal{aliceToken: "alice", bobToken: "bob"},
 		Options: func(r *server.Request) (chat.Options, error) {
-			n := 3
+			n, delay := 3, 5
 			switch r.Input.ThreadID {
 			case "slow":
 				n = 200
-			case "slower": // about ten seconds: a test ends it by cancelling
-				n = 2000
+			case "held": // waits an hour for its one token: it ends when cancelled
+				n, delay = 1, 3_600_000
 			}
-			return chat.Options{Adapter: scripted.New(slowScenario(t, n, 5)), Debug: chat.DebugNone()}, nil
+			return chat.Options{Adapter: scripted.New(slowScenario(t, n, delay)), Debug: chat.DebugNone()}, nil
 		},
 		CancelPoll: 20 * time.Millisecond,
 		Info:       map[string]string{"model": "scripted"},
@@ -317,7 +317,7 @@ func TestNewIDIs128BitRandom(t *testing.T) {
 // is told it does not exist and reads nothing of it.
 func TestRunIDInFlightIsNotShared(t *testing.T) {
 	srv, h, store := newAuthEnv(t, nil)
-	req, _ := http.NewRequest("POST", srv.URL+"/api/chat", strings.NewReader(chatBody("slower", "r-live")))
+	req, _ := http.NewRequest("POST", srv.URL+"/api/chat", strings.NewReader(chatBody("held", "r-live")))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
 	req.Header.Set("X-Run-Id", "r-live")
@@ -337,12 +337,28 @@ func TestRunIDInFlightIsNotShared(t *testing.T) {
 		want int
 	}{
 		{"bob reuses the run id with his own thread", call{method: "POST", path: "/api/chat", body: chatBody("t-bob", "r-live"), hdr: bearer(bobToken, "X-Run-Id", "r-live")}, http.StatusNotFound},
-		{"bob reuses the run id with alice's thread", call{method: "POST", path: "/api/chat", body: chatBody("slower", "r-live"), hdr: bearer(bobToken, "X-Run-Id", "r-live")}, http.StatusForbidden},
+		{"bob reuses the run id with alice's thread", call{method: "POST", path: "/api/chat", body: chatBody("held", "r-live"), hdr: bearer(bobToken, "X-Run-Id", "r-live")}, http.StatusForbidden},
 	} {
-		st, _, b := do(t, srv, c.c)
-		wantStatus(t, c.what, st, c.want, b)
+		req, _ := http.NewRequest(c.c.method, srv.URL+c.c.path, strings.NewReader(c.c.body))
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range c.c.hdr {
+			req.Header.Set(k, v)
+		}
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode == http.StatusOK {
+			// Alice's stream, which ends only when she cancels: reading it
+			// to its end would hang the test.
+			res.Body.Close()
+			t.Fatalf("%s: 200, alice's stream", c.what)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		wantStatus(t, c.what, res.StatusCode, c.want, string(b))
 	}
-	// The requests above met the run in flight, or they tested nothing.
+	// The run was in flight all along: it ends only when cancelled.
 	if rec, err := store.Get(context.Background(), "r-live"); err != nil || rec.Status != durable.StatusRunning {
 		t.Fatalf("alice's run was no longer running: %+v %v", rec, err)
 	}

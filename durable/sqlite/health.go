@@ -175,7 +175,7 @@ func migrateThreadsToRows(db *sql.DB) error {
 		return err
 	}
 	defer tx.Rollback()
-	if rows, err := hasColumn(tx, "goai_threads", "id"); err != nil || rows {
+	if migrated, err := hasColumn(tx, "goai_threads", "id"); err != nil || migrated {
 		return err
 	}
 	for _, q := range []string{

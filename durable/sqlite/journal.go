@@ -185,10 +185,10 @@ func (j *journalTails) rolledBack() {
 // function call of 0.1 us, rather than running PRAGMA data_version, a
 // statement of 2.3 us and 17 allocations (BenchmarkDataVersion), and about
 // 17 us a commit in a profile at 50 ms pacing, where commits are far
-// apart. The
-// pager's version also moves with the writer's own commits, so the writer
-// reads it again when each of its transactions ends (transactionEnded) and
-// compares with that: any other difference is someone else's commit.
+// apart. The pager's version also moves with the writer's own commits, so
+// the writer reads it again when each of its transactions ends
+// (transactionEnded) and compares with that: any other difference is
+// someone else's commit.
 func (s *Store) checkForeignWrites() error {
 	v, err := s.fileVersion()
 	if err != nil {
