@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -732,8 +733,14 @@ func (m *Memory) SaveThread(ctx context.Context, t Thread) error {
 func (m *Memory) ThreadOwner(ctx context.Context, threadID string) (string, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	owner, found := m.threadOwner(threadID)
+	return owner, found, nil
+}
+
+// threadOwner is ThreadOwner, with m.mu held.
+func (m *Memory) threadOwner(threadID string) (string, bool) {
 	if t, ok := m.threads[threadID]; ok {
-		return t.Owner, true, nil
+		return t.Owner, true
 	}
 	var first *memRun
 	for _, r := range m.threadRuns[threadID] {
@@ -742,9 +749,26 @@ func (m *Memory) ThreadOwner(ctx context.Context, threadID string) (string, bool
 		}
 	}
 	if first == nil {
-		return "", false, nil
+		return "", false
 	}
-	return first.rec.Owner, true, nil
+	return first.rec.Owner, true
+}
+
+// ClaimThread implements ThreadClaimer.
+func (m *Memory) ClaimThread(ctx context.Context, threadID, owner string) (string, error) {
+	if !ValidRunID(threadID) {
+		return "", fmt.Errorf("durable: invalid thread id %q", threadID)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if had, found := m.threadOwner(threadID); found {
+		return had, nil
+	}
+	if m.threads == nil {
+		m.threads = make(map[string]Thread)
+	}
+	m.threads[threadID] = Thread{ThreadID: threadID, Messages: json.RawMessage("[]"), UpdatedAt: Millis(m.opts.Now()), Owner: owner}
+	return owner, nil
 }
 
 // LoadThread implements ThreadStore.

@@ -90,3 +90,16 @@ type ThreadOwners interface {
 	// with no error, when it has neither.
 	ThreadOwner(ctx context.Context, threadID string) (owner string, found bool, err error)
 }
+
+// ThreadClaimer is implemented by stores that can give a thread an owner
+// atomically. A server claims a thread that has no owner before it runs
+// anything on it: two principals starting the first runs of one new thread
+// at once cannot both find it unowned, and a thread whose runs keep no log
+// (plain streams) has an owner all the same.
+type ThreadClaimer interface {
+	// ClaimThread makes owner the owner of threadID unless it has one
+	// (ThreadOwner's answer), and returns the owner it has afterwards:
+	// owner, or the one it had. A thread it claims is recorded as a saved
+	// thread with an empty transcript, no run and owner.
+	ClaimThread(ctx context.Context, threadID, owner string) (string, error)
+}

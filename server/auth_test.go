@@ -296,7 +296,7 @@ func TestRunCapAndRate(t *testing.T) {
 	if codes[0] != 200 || codes[1] != 200 || codes[2] != 429 {
 		t.Fatalf("alice's 3 requests with a burst of 2: %v", codes)
 	}
-	if st, _, _ := do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-r", "r"), hdr: bearer(bobToken)}); st != 200 {
+	if st, _, _ := do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-bob", "r"), hdr: bearer(bobToken)}); st != 200 {
 		t.Fatalf("bob is limited by alice's rate: %d", st)
 	}
 }
@@ -402,5 +402,57 @@ func TestOptionsRunOnlyForAdmittedRuns(t *testing.T) {
 	wantStatus(t, "alice reconnects", st, 200, b)
 	if n := count(); n != 1 {
 		t.Fatalf("options built %d times: for a refused request or a reconnect", n)
+	}
+}
+
+// TestPlainStreamOwnsItsThread: a plain stream (no X-Run-Id) saves no
+// thread, but it claims its thread all the same, so that nobody else can
+// stream on it, start runs on it or hydrate it (in goai serve, reach its
+// workspace) by naming it.
+func TestPlainStreamOwnsItsThread(t *testing.T) {
+	srv, _, _ := newAuthEnv(t, nil)
+	st, _, b := do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-p", "r-p"), hdr: bearer(aliceToken)})
+	wantStatus(t, "alice streams", st, 200, b)
+	st, _, b = do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-p", "r-q"), hdr: bearer(bobToken)})
+	wantStatus(t, "bob streams on alice's thread", st, 403, b)
+	st, _, b = do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-p", "r-q"), hdr: bearer(bobToken, "X-Run-Id", "r-q")})
+	wantStatus(t, "bob starts a run on alice's thread", st, 403, b)
+	st, _, b = do(t, srv, call{method: "GET", path: "/api/chat?threadId=t-p", hdr: bearer(bobToken)})
+	wantStatus(t, "bob hydrates alice's thread", st, 403, b)
+	st, _, b = do(t, srv, call{method: "GET", path: "/api/chat?threadId=t-p", hdr: bearer(aliceToken)})
+	wantStatus(t, "alice hydrates her thread", st, 200, b)
+	st, _, b = do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-p", "r-p2"), hdr: bearer(aliceToken)})
+	wantStatus(t, "alice streams again", st, 200, b)
+}
+
+// staleOwners answers every ThreadOwner as if the thread were new: as two
+// principals' reads do when they race for a new thread's first run.
+type staleOwners struct{ *durable.Memory }
+
+func (staleOwners) ThreadOwner(context.Context, string) (string, bool, error) { return "", false, nil }
+
+// TestNewThreadIsClaimedOnce: when two principals' first runs of one new
+// thread both find it unowned, the claim decides, and the second is
+// refused before anything runs for it.
+func TestNewThreadIsClaimedOnce(t *testing.T) {
+	var bobsOptions atomic.Int32
+	srv, _, _ := newAuthEnv(t, func(cfg *server.Config) {
+		cfg.Store = staleOwners{durable.NewMemory(nil)}
+		build := cfg.Options
+		cfg.Options = func(r *server.Request) (chat.Options, error) {
+			if r.Input.RunID == "r-b" {
+				bobsOptions.Add(1)
+			}
+			return build(r)
+		}
+	})
+	st, _, b := do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-new", "r-a"), hdr: bearer(aliceToken, "X-Run-Id", "r-a")})
+	wantStatus(t, "alice starts the thread", st, 200, b)
+	st, _, b = do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-new", "r-b"), hdr: bearer(bobToken, "X-Run-Id", "r-b")})
+	wantStatus(t, "bob starts a run on the thread alice claimed", st, 403, b)
+	st, _, b = do(t, srv, call{method: "POST", path: "/api/chat", body: chatBody("t-new", "r-b"), hdr: bearer(bobToken)})
+	wantStatus(t, "bob streams on the thread alice claimed", st, 403, b)
+	if n := bobsOptions.Load(); n != 0 {
+		t.Fatalf("bob's refused requests built their options %d times", n)
 	}
 }

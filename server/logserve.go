@@ -80,9 +80,21 @@ func (h *Handler) ownsRun(w http.ResponseWriter, r *http.Request, runID string, 
 }
 
 // ownsThread answers 403 unless principal may write threadID: a thread
-// saved, or with a run started, by another principal is theirs.
+// saved, with a run started, or claimed by another principal is theirs. A
+// thread without an owner is claimed for principal when the store can
+// (durable.ThreadClaimer), before anything runs on it: two principals
+// starting a new thread's first runs at once both find it unowned, and
+// only the claim decides between them; and a plain stream, which saves no
+// thread, leaves its thread owned.
 func (h *Handler) ownsThread(w http.ResponseWriter, r *http.Request, threadID string, principal Principal) bool {
 	owner, found, err := h.threadOwner(r.Context(), threadID)
+	if err == nil && !found && principal != "" && threadID != "" {
+		if c, ok := h.cfg.Store.(durable.ThreadClaimer); ok {
+			var got string
+			got, err = c.ClaimThread(r.Context(), threadID, string(principal))
+			owner, found = Principal(got), true
+		}
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "store", "reading the thread: "+err.Error())
 		return false

@@ -382,3 +382,53 @@ func TestServeWorkspaceAuthorized(t *testing.T) {
 		t.Errorf("with the token: %d", c)
 	}
 }
+
+// TestServePlainStreamWorkspaceIsTheOwners: a plain stream (no X-Run-Id)
+// keeps no log, yet its thread, and so its workspace, is its principal's:
+// another user who names the thread reads nothing of it and runs nothing
+// in it.
+func TestServePlainStreamWorkspaceIsTheOwners(t *testing.T) {
+	const alice, bob = "alice-token-0123456789", "bob-token-0123456789ab"
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("alice "+alice+"\nbob "+bob+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOAI_TOKEN_FILE", tokens)
+	base, data := startServe(t, "--model", "demo", "--sandbox", "local")
+	do := func(method, token, path string, body map[string]any) (int, string) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, base+path, rd)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	const thread = "t-plain"
+	ask := runBody(thread, "run-1", []any{map[string]any{"id": "u1", "role": "user", "content": "write me something"}})
+	if code, b := do(http.MethodPost, alice, "/api/chat", ask); code != http.StatusOK || !strings.Contains(b, "greet.sh") {
+		t.Fatalf("alice's plain stream: %d %.300s", code, b)
+	}
+	if _, err := os.Stat(filepath.Join(data, "workspaces", threadDirName(thread), "greet.sh")); err != nil {
+		t.Fatalf("the demo agent wrote nothing in the thread's workspace: %v", err)
+	}
+	if code, b := do(http.MethodGet, bob, "/api/workspace?threadId="+thread, nil); code != http.StatusForbidden || strings.Contains(b, "greet") {
+		t.Errorf("bob reads alice's workspace: %d %.300s", code, b)
+	}
+	ask["runId"] = "run-2"
+	if code, b := do(http.MethodPost, bob, "/api/chat", ask); code != http.StatusForbidden {
+		t.Errorf("bob streams in alice's workspace: %d %.300s", code, b)
+	}
+	if code, b := do(http.MethodGet, alice, "/api/workspace?threadId="+thread, nil); code != http.StatusOK || !strings.Contains(b, "/workspace/greet.sh") {
+		t.Errorf("alice's workspace: %d %.300s", code, b)
+	}
+}

@@ -131,6 +131,68 @@ func Threads(t *testing.T, newStore func(t *testing.T) durable.ThreadStore) {
 		want("t3", "", false)
 	})
 
+	sub("thread_claims", func(t *testing.T, s durable.ThreadStore) {
+		claims, ok := s.(durable.ThreadClaimer)
+		owners, ok2 := s.(durable.ThreadOwners)
+		runs, ok3 := s.(durable.RunStore)
+		if !ok || !ok2 || !ok3 {
+			t.Skip("the store does not implement durable.ThreadClaimer, durable.ThreadOwners and durable.RunStore")
+		}
+		ctx := ctxT(t)
+		claim := func(thread, owner, want string) {
+			t.Helper()
+			got, err := claims.ClaimThread(ctx, thread, owner)
+			if err != nil || got != want {
+				t.Fatalf("ClaimThread(%q, %q) = %q, %v; want %q, nil", thread, owner, got, err, want)
+			}
+			if o, found, err := owners.ThreadOwner(ctx, thread); err != nil || !found || o != want {
+				t.Fatalf("after the claim, ThreadOwner(%q) = %q, %v, %v; want %q, true, nil", thread, o, found, err, want)
+			}
+		}
+		// A new thread is the first claimant's, and stays so.
+		claim("new", "alice", "alice")
+		claim("new", "bob", "alice")
+		th := mustLoad(t, s, "new")
+		if th.Owner != "alice" || th.RunID != "" || th.Interrupts != nil || string(bytes.TrimSpace(th.Messages)) != "[]" {
+			t.Fatalf("a claimed thread loads as %+v; want alice's, with an empty transcript and no run", th)
+		}
+		// Saving it later keeps what the save says.
+		mustSave(t, s, durable.Thread{ThreadID: "new", Messages: json.RawMessage(richMessages), RunID: "r1", UpdatedAt: at, Owner: "alice"})
+		jsonEqual(t, "messages after a claim and a save", mustLoad(t, s, "new").Messages, json.RawMessage(richMessages))
+		// A saved thread, owned or not, and a thread with runs only keep
+		// their owners; the claim does not overwrite a saved transcript.
+		mustSave(t, s, durable.Thread{ThreadID: "saved", Messages: json.RawMessage(richMessages), RunID: "r0", UpdatedAt: at, Owner: "carol"})
+		claim("saved", "bob", "carol")
+		jsonEqual(t, "messages after a refused claim", mustLoad(t, s, "saved").Messages, json.RawMessage(richMessages))
+		mustSave(t, s, durable.Thread{ThreadID: "open", Messages: json.RawMessage(`[]`), RunID: "r0", UpdatedAt: at})
+		claim("open", "bob", "")
+		if _, err := runs.CreateOrResume(ctx, durable.RunRecord{RunID: "r9", ThreadID: "ran", StartedAt: at, Owner: "eve"}); err != nil {
+			t.Fatal(err)
+		}
+		claim("ran", "bob", "eve")
+		if _, err := claims.ClaimThread(ctx, "", "bob"); err == nil {
+			t.Fatal("ClaimThread accepted an empty thread id")
+		}
+
+		// Of claims racing for one new thread, one wins and every
+		// claimant is told the same owner.
+		const n = 8
+		got := make([]string, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				got[i], errs[i] = claims.ClaimThread(ctx, "raced", fmt.Sprintf("p%d", i))
+			})
+		}
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil || got[i] != got[0] || got[0] == "" {
+				t.Fatalf("racing claims answered %q (errors %v); want one owner for all", got, errs)
+			}
+		}
+	})
+
 	sub("thread_save_overwrites_and_clears_interrupts", func(t *testing.T, s durable.ThreadStore) {
 		pending := json.RawMessage(`[{"id":"approval_c1","reason":"tool_approval","toolCallId":"c1"}]`)
 		mustSave(t, s, durable.Thread{ThreadID: "t1", Messages: json.RawMessage(richMessages), RunID: "r1", Interrupts: pending, UpdatedAt: at})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/goai-sdk/goai/durable"
@@ -75,4 +76,35 @@ func (s *Store) ThreadOwner(ctx context.Context, threadID string) (string, bool,
 		return "", false, wrap("thread owner", err)
 	}
 	return owner, true, nil
+}
+
+// ClaimThread implements durable.ThreadClaimer. The insert is the claim:
+// of concurrent claims (from any replica) the thread's unique key lets
+// one insert, and the others read its owner once it has committed.
+func (s *Store) ClaimThread(ctx context.Context, threadID, owner string) (string, error) {
+	if !durable.ValidRunID(threadID) {
+		return "", fmt.Errorf("durable/postgres: invalid thread id %q", threadID)
+	}
+	if err := s.checkOpen(); err != nil {
+		return "", err
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO goai_threads (thread_id, messages, run_id, updated_at, owner)
+		SELECT $1, '[]', '', $2, $3 WHERE NOT EXISTS (SELECT 1 FROM goai_runs WHERE thread_id = $1)
+		ON CONFLICT (thread_id) DO NOTHING`, threadID, time.Now().UnixMilli(), owner)
+	if err != nil {
+		return "", wrap("claim thread", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return owner, nil
+	}
+	got, found, err := s.ThreadOwner(ctx, threadID)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		// The conflicting thread or run is gone again (deleted between the
+		// two statements): claim afresh.
+		return s.ClaimThread(ctx, threadID, owner)
+	}
+	return got, nil
 }

@@ -24,6 +24,7 @@ type stmts struct {
 	journalAll, journalClear, logClose                                              *sql.Stmt
 	runGet, runUpdate, runInsert, runEpoch, leaseBeat, leaseBeatAll, leaseLost      *sql.Stmt
 	threadPut, requestPut, checkpoint, restartWAL, busyShort, busyLong              *sql.Stmt
+	threadClaim, ownerGet                                                           *sql.Stmt
 
 	readPage, readState, readLog, readRun                *sql.Stmt
 	readRequest, readThread, readOwner, readCancels      *sql.Stmt
@@ -135,6 +136,12 @@ func (s *Store) prepare() error {
 		threadPut: w(`INSERT INTO goai_threads (thread_id, messages, run_id, interrupts, updated_at, owner) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (thread_id) DO UPDATE SET messages = excluded.messages, run_id = excluded.run_id,
 				interrupts = excluded.interrupts, updated_at = excluded.updated_at, owner = excluded.owner`),
+		// A thread is claimed unless it has a saved thread or a run
+		// (threadOwnerSQL's answer): a conflict, or no row to insert.
+		threadClaim: w(`INSERT INTO goai_threads (thread_id, messages, run_id, updated_at, owner)
+			SELECT ?1, '[]', '', ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM goai_runs WHERE thread_id = ?1)
+			ON CONFLICT (thread_id) DO NOTHING`),
+		ownerGet: w(threadOwnerSQL),
 		requestPut: w(`INSERT INTO goai_run_requests (run_id, body) VALUES (?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET body = excluded.body`),
 		checkpoint: prep(s.ck, `PRAGMA wal_checkpoint(PASSIVE)`),
@@ -174,6 +181,7 @@ func (st *stmts) close() {
 		st.journalAll, st.journalClear, st.logClose,
 		st.runGet, st.runUpdate, st.runInsert, st.runEpoch, st.leaseBeat, st.leaseBeatAll, st.leaseLost,
 		st.threadPut, st.requestPut, st.checkpoint, st.restartWAL, st.busyShort, st.busyLong,
+		st.threadClaim, st.ownerGet,
 		st.readPage, st.readState, st.readLog, st.readRun,
 		st.readRequest, st.readThread, st.readOwner, st.readCancels,
 		st.listByThread, st.listActive, st.listReclaimable, st.listStale,

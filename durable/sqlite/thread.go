@@ -72,3 +72,27 @@ func (s *Store) ThreadOwner(ctx context.Context, threadID string) (string, bool,
 	}
 	return owner, true, nil
 }
+
+// ClaimThread implements durable.ThreadClaimer. It runs on the writer, so
+// no other claim, save or run can come between its read and its insert.
+func (s *Store) ClaimThread(ctx context.Context, threadID, owner string) (string, error) {
+	if !durable.ValidRunID(threadID) {
+		return "", fmt.Errorf("durable/sqlite: invalid thread id %q", threadID)
+	}
+	var got string
+	err := s.exec(ctx, noRun, func(tx *writeTx) error {
+		res, err := tx.Stmt(s.st.threadClaim).Exec(threadID, time.Now().UnixMilli(), owner)
+		if err != nil {
+			return fmt.Errorf("durable/sqlite: claim thread: %w", err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			got = owner
+			return nil
+		}
+		if err := tx.Stmt(s.st.ownerGet).QueryRow(threadID).Scan(&got); err != nil {
+			return fmt.Errorf("durable/sqlite: claim thread: the owner: %w", err)
+		}
+		return nil
+	})
+	return got, err
+}
