@@ -134,6 +134,18 @@ func RunStore(t *testing.T, newStore func(t *testing.T) durable.Store, opts *Opt
 		equalRec(t, "terminal run is not revived", got, want)
 		equalRec(t, "terminal run is not revived (get)", mustGet(t, s, "r1"), want)
 
+		// What CreateOrResume returns of a new run is what Get reads of it.
+		sub := ms(5).Add(123 * time.Microsecond)
+		rich := durable.RunRecord{RunID: "r2", ThreadID: "t2", Status: durable.StatusInterrupted, StartedAt: sub,
+			FinishedAt: durable.Ptr(sub), Error: &durable.RunError{Message: "m"}, Usage: json.RawMessage(`{"u":1}`),
+			SandboxKey: durable.Ptr("k"), DetachedSince: durable.Ptr(sub), CancelRequested: durable.Ptr(false), DriverEpoch: durable.Ptr(int64(2)), Owner: "o"}
+		created := mustCreate(t, s, rich)
+		stored := mustGet(t, s, "r2")
+		equalRec(t, "a new run as created and as read", created, stored)
+		if !created.StartedAt.Equal(stored.StartedAt) || !created.FinishedAt.Equal(*stored.FinishedAt) || created.Owner != "o" || stored.Owner != "o" {
+			t.Fatalf("times or owner differ: created %v %v %q, read %v %v %q", created.StartedAt, *created.FinishedAt, created.Owner, stored.StartedAt, *stored.FinishedAt, stored.Owner)
+		}
+
 		if _, err := s.CreateOrResume(ctxT(t), durable.RunRecord{RunID: "r2", ThreadID: "t", StartedAt: ms(1), Status: "bogus"}); err == nil {
 			t.Fatal("CreateOrResume accepted an invalid status")
 		}
@@ -233,6 +245,17 @@ func RunStore(t *testing.T, newStore func(t *testing.T) durable.Store, opts *Opt
 			mustUpdate(t, s, "r", c.p)
 			c.f(&want)
 			equalRec(t, "after clearing "+c.name, mustGet(t, s, "r"), want)
+		}
+		// Setting no usage clears it; a finish time is kept to the
+		// millisecond, and can be cleared.
+		mustUpdate(t, s, "r", durable.RunPatch{Usage: durable.Set(json.RawMessage(`{"a":1}`)), FinishedAt: durable.Set(ms(30).Add(999 * time.Microsecond))})
+		mustUpdate(t, s, "r", durable.RunPatch{Usage: durable.Set[json.RawMessage](nil)})
+		if got := mustGet(t, s, "r"); got.Usage != nil || got.FinishedAt == nil || !got.FinishedAt.Equal(ms(30)) {
+			t.Fatalf("after setting a sub-millisecond finish and no usage: %s", recString(got))
+		}
+		mustUpdate(t, s, "r", durable.RunPatch{FinishedAt: durable.Clear[time.Time]()})
+		if got := mustGet(t, s, "r"); got.FinishedAt != nil {
+			t.Fatalf("after clearing finishedAt: %s", recString(got))
 		}
 		mustUpdate(t, s, "r", durable.RunPatch{CancelRequested: durable.Set(false), DriverEpoch: durable.Set(int64(0))})
 		got := mustGet(t, s, "r")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/goai-sdk/goai/durable"
@@ -132,14 +133,48 @@ func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (dura
 	}
 	var out durable.RunRecord
 	err := s.exec(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
-		if _, err := tx.Stmt(s.st.runInsert).Exec(runArgs(rec)...); err != nil {
+		res, err := tx.Stmt(s.st.runInsert).Exec(runArgs(rec)...)
+		if err != nil {
 			return fmt.Errorf("durable/sqlite: create run: %w", err)
 		}
-		var err error
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			// Inserted: the row is rec, and reading it back (a query and
+			// a scan of thirteen columns, on the writer) would say so.
+			out = asStored(rec)
+			return nil
+		}
 		out, _, err = s.getTx(tx, rec.RunID)
 		return err
 	})
 	return out, err
+}
+
+// asStored returns r as a read of its row returns it: times at the
+// millisecond precision of the columns, in UTC, and nothing shared with r.
+func asStored(r durable.RunRecord) durable.RunRecord {
+	r.StartedAt = durable.Millis(r.StartedAt)
+	if r.FinishedAt != nil {
+		r.FinishedAt = durable.Ptr(durable.Millis(*r.FinishedAt))
+	}
+	if r.DetachedSince != nil {
+		r.DetachedSince = durable.Ptr(durable.Millis(*r.DetachedSince))
+	}
+	if r.Error != nil {
+		r.Error = durable.Ptr(*r.Error)
+	}
+	if r.Usage != nil {
+		r.Usage = append(json.RawMessage{}, r.Usage...)
+	}
+	if r.SandboxKey != nil {
+		r.SandboxKey = durable.Ptr(*r.SandboxKey)
+	}
+	if r.CancelRequested != nil {
+		r.CancelRequested = durable.Ptr(*r.CancelRequested)
+	}
+	if r.DriverEpoch != nil {
+		r.DriverEpoch = durable.Ptr(*r.DriverEpoch)
+	}
+	return r
 }
 
 // Get implements durable.RunStore.
@@ -188,7 +223,27 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 	if err := patch.Validate(); err != nil {
 		return err
 	}
+	shape, args := patchArgs(patch)
+	args = append(args, runID)
+	if shape.fenced {
+		args = append(args, patch.IfEpoch)
+	}
 	return s.exec(ctx, oneRun(runID), func(tx *writeTx) error {
+		if shape.fields != 0 {
+			st, err := s.patchStmt(shape)
+			if err != nil {
+				return err
+			}
+			res, err := tx.Stmt(st).Exec(args...)
+			if err != nil {
+				return fmt.Errorf("durable/sqlite: update run: %w", err)
+			}
+			if n, err := res.RowsAffected(); err == nil && n == 1 {
+				return nil
+			}
+			// No row: the run is unknown (nothing to update), or the
+			// fence names another epoch. The read below says which.
+		}
 		r, ok, err := s.getTx(tx, runID)
 		if err != nil || !ok {
 			return err
@@ -199,6 +254,109 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 		patch.Apply(&r)
 		return s.putTx(tx, r)
 	})
+}
+
+// patchShape is which columns a run patch sets (a bit per
+// durable.RunPatch field, in patchColumns' order), and whether it is fenced
+// by an epoch: one UPDATE statement per shape.
+type patchShape struct {
+	fields uint8
+	fenced bool
+}
+
+// patchColumns are the columns each durable.RunPatch field sets, in the
+// order of patchArgs.
+var patchColumns = [...]string{
+	"status", "finished_at", "error_message, error_code", "usage",
+	"sandbox_key", "detached_since", "cancel_requested", "driver_epoch",
+}
+
+// patchArgs returns p's shape and the values of the columns it sets, in
+// the order of its statement (patchStmt): the values Apply would leave in
+// the record and putTx would write.
+func patchArgs(p durable.RunPatch) (patchShape, []any) {
+	shape := patchShape{fenced: p.IfEpoch > 0}
+	args := make([]any, 0, 11)
+	field := func(i int, touched bool, vals ...any) {
+		if touched {
+			shape.fields |= 1 << i
+			args = append(args, vals...)
+		}
+	}
+	millis := func(pt durable.Patch[time.Time]) any {
+		if t, ok := pt.IsSet(); ok {
+			return t.UnixMilli()
+		}
+		return nil
+	}
+	status, _ := p.Status.IsSet()
+	field(0, !p.Status.Untouched(), string(status))
+	field(1, !p.FinishedAt.Untouched(), millis(p.FinishedAt))
+	var errMsg, errCode any
+	if e, ok := p.Error.IsSet(); ok {
+		errMsg = e.Message
+		if e.Code != "" {
+			errCode = e.Code
+		}
+	}
+	field(2, !p.Error.Untouched(), errMsg, errCode)
+	var usage any
+	if u, ok := p.Usage.IsSet(); ok && u != nil {
+		usage = string(u)
+	}
+	field(3, !p.Usage.Untouched(), usage)
+	var sbox any
+	if v, ok := p.SandboxKey.IsSet(); ok {
+		sbox = v
+	}
+	field(4, !p.SandboxKey.Untouched(), sbox)
+	field(5, !p.DetachedSince.Untouched(), millis(p.DetachedSince))
+	var cancel any
+	if v, ok := p.CancelRequested.IsSet(); ok {
+		cancel = v
+	}
+	field(6, !p.CancelRequested.Untouched(), cancel)
+	var epoch any
+	if v, ok := p.DriverEpoch.IsSet(); ok {
+		epoch = v
+	}
+	field(7, !p.DriverEpoch.Untouched(), epoch)
+	return shape, args
+}
+
+// patchStmt returns the writer's UPDATE for patches of shape, preparing
+// it the first time. Its parameters are the set columns' values, then the
+// run id and the fence's epoch. Only the set columns are written: SQLite
+// rewrites the index entries of every column an UPDATE sets.
+func (s *Store) patchStmt(shape patchShape) (*sql.Stmt, error) {
+	if st, ok := s.st.patches[shape]; ok {
+		return st, nil
+	}
+	var set []string
+	n := 0
+	for i, cols := range patchColumns {
+		if shape.fields&(1<<i) == 0 {
+			continue
+		}
+		for _, c := range strings.Split(cols, ", ") {
+			n++
+			set = append(set, fmt.Sprintf("%s = ?%d", c, n))
+		}
+	}
+	q := fmt.Sprintf("UPDATE goai_runs SET %s WHERE run_id = ?%d", strings.Join(set, ", "), n+1)
+	if shape.fenced {
+		q += fmt.Sprintf(" AND coalesce(driver_epoch, 0) = ?%d", n+2)
+	}
+	st, err := s.wc.PrepareContext(context.Background(), q)
+	if err != nil {
+		return nil, fmt.Errorf("durable/sqlite: preparing a run update: %w", err)
+	}
+	if s.st.patches == nil {
+		s.st.patches = make(map[patchShape]*sql.Stmt)
+	}
+	s.st.patches[shape] = st
+	s.st.writer[st] = true
+	return st, nil
 }
 
 // Claim implements durable.RunStore.
@@ -218,32 +376,44 @@ func (s *Store) claim(ctx context.Context, runID string, ifEpoch *int64) (durabl
 		// Whoever held the run before may have appended to it from
 		// another process: read its tail afresh.
 		s.jt.forget(runID)
-		r, ok, err := s.getTx(tx, runID)
-		switch {
+		var row *sql.Row
+		if ifEpoch == nil {
+			row = tx.Stmt(s.st.runClaim).QueryRow(runID)
+		} else {
+			row = tx.Stmt(s.st.runClaimIf).QueryRow(runID, *ifEpoch)
+		}
+		var epoch int64
+		switch err := row.Scan(&epoch); {
+		case errors.Is(err, sql.ErrNoRows):
+			return s.whyNoClaim(tx, runID)
 		case err != nil:
-			return err
-		case !ok:
-			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimUnknown}
-		case r.Status.Terminal():
-			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTerminal}
-		}
-		var cur int64
-		if r.DriverEpoch != nil {
-			cur = *r.DriverEpoch
-		}
-		if ifEpoch != nil && cur != *ifEpoch {
-			return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTaken}
-		}
-		if _, err := tx.Stmt(s.st.runEpoch).Exec(cur+1, runID); err != nil {
 			return fmt.Errorf("durable/sqlite: claim: %w", err)
 		}
-		c = durable.Claim{RunID: runID, Epoch: cur + 1}
+		c = durable.Claim{RunID: runID, Epoch: epoch}
 		if ifEpoch == nil {
 			return nil
 		}
 		return s.beatTx(tx, runID)
 	})
 	return c, err
+}
+
+// terminalStatuses is the SQL list of the statuses of ended runs
+// (durable.RunStatus.Terminal).
+const terminalStatuses = `('` + string(durable.StatusCompleted) + `', '` + string(durable.StatusFailed) + `', '` + string(durable.StatusAborted) + `')`
+
+// whyNoClaim is the error of a claim of runID that changed no row.
+func (s *Store) whyNoClaim(tx *writeTx, runID string) error {
+	r, ok, err := s.getTx(tx, runID)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return &durable.ClaimError{RunID: runID, Reason: durable.ClaimUnknown}
+	case r.Status.Terminal():
+		return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTerminal}
+	}
+	return &durable.ClaimError{RunID: runID, Reason: durable.ClaimTaken}
 }
 
 // list runs one of the statements that list run records (listSQL).

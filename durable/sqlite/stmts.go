@@ -22,7 +22,8 @@ type stmts struct {
 	begin, commit, rollback                                                         *sql.Stmt
 	producerGet, appendState, tailGet, logCreate, journalPut, chunkPut, producerPut *sql.Stmt
 	journalAll, journalClear, logClose                                              *sql.Stmt
-	runGet, runUpdate, runInsert, runEpoch, leaseBeat, leaseBeatAll, leaseLost      *sql.Stmt
+	runGet, runUpdate, runInsert, runClaim, runClaimIf, leaseBeat, leaseBeatAll     *sql.Stmt
+	leaseLost                                                                       *sql.Stmt
 	threadPut, requestPut, checkpoint, restartWAL, busyShort, busyLong              *sql.Stmt
 	threadClaim, ownerGet                                                           *sql.Stmt
 
@@ -31,6 +32,10 @@ type stmts struct {
 	listByThread, listActive, listReclaimable, listStale *sql.Stmt
 
 	writer map[*sql.Stmt]bool // the statements prepared on the writer's connection
+
+	// patches are the writer's UPDATEs of run patches, by the fields
+	// they set (patchStmt), prepared when first needed.
+	patches map[patchShape]*sql.Stmt
 }
 
 // logOf is the number of run ?1's log (goai_logs.id), under which its
@@ -124,7 +129,14 @@ func (s *Store) prepare() error {
 		runUpdate: w(`UPDATE goai_runs SET (` + runMutableColumns + `) = (?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE run_id = ?`),
 		runInsert: w(`INSERT INTO goai_runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (run_id) DO NOTHING`),
-		runEpoch: w(`UPDATE goai_runs SET driver_epoch = ? WHERE run_id = ?`),
+		// A claim moves a live run's epoch one up and reads it in one
+		// statement; a fenced claim (ClaimIf) also names the epoch it
+		// expects. No row: the run is unknown, ended or taken (getTx says
+		// which).
+		runClaim: w(`UPDATE goai_runs SET driver_epoch = coalesce(driver_epoch, 0) + 1
+			WHERE run_id = ?1 AND status NOT IN ` + terminalStatuses + ` RETURNING driver_epoch`),
+		runClaimIf: w(`UPDATE goai_runs SET driver_epoch = coalesce(driver_epoch, 0) + 1
+			WHERE run_id = ?1 AND status NOT IN ` + terminalStatuses + ` AND coalesce(driver_epoch, 0) = ?2 RETURNING driver_epoch`),
 		leaseBeat: w(`INSERT INTO goai_leases (run_id, heartbeat_at) VALUES (?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`),
 		leaseBeatAll: w(`INSERT INTO goai_leases (run_id, heartbeat_at)
@@ -179,7 +191,7 @@ func (st *stmts) close() {
 		st.begin, st.commit, st.rollback,
 		st.producerGet, st.appendState, st.tailGet, st.logCreate, st.journalPut, st.chunkPut, st.producerPut,
 		st.journalAll, st.journalClear, st.logClose,
-		st.runGet, st.runUpdate, st.runInsert, st.runEpoch, st.leaseBeat, st.leaseBeatAll, st.leaseLost,
+		st.runGet, st.runUpdate, st.runInsert, st.runClaim, st.runClaimIf, st.leaseBeat, st.leaseBeatAll, st.leaseLost,
 		st.threadPut, st.requestPut, st.checkpoint, st.restartWAL, st.busyShort, st.busyLong,
 		st.threadClaim, st.ownerGet,
 		st.readPage, st.readState, st.readLog, st.readRun,
@@ -189,5 +201,8 @@ func (st *stmts) close() {
 		if s != nil {
 			s.Close()
 		}
+	}
+	for _, s := range st.patches {
+		s.Close()
 	}
 }
