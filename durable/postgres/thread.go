@@ -63,19 +63,19 @@ func (s *Store) ThreadOwner(ctx context.Context, threadID string) (string, bool,
 	if err := s.checkOpen(); err != nil {
 		return "", false, err
 	}
-	var owner string
-	err := s.pool.QueryRow(ctx, `SELECT owner FROM (
-			SELECT 0 AS k, owner FROM goai_threads WHERE thread_id = $1
-			UNION ALL
-			(SELECT 1, owner FROM goai_runs WHERE thread_id = $1 ORDER BY started_at, id LIMIT 1)) o
-		ORDER BY k LIMIT 1`, threadID).Scan(&owner)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
-	}
+	// coalesce evaluates the runs' query, which orders every run of the
+	// thread, only when there is no saved thread.
+	var owner *string
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(
+			(SELECT owner FROM goai_threads WHERE thread_id = $1),
+			(SELECT owner FROM goai_runs WHERE thread_id = $1 ORDER BY started_at, id LIMIT 1))`, threadID).Scan(&owner)
 	if err != nil {
 		return "", false, wrap("thread owner", err)
 	}
-	return owner, true, nil
+	if owner == nil {
+		return "", false, nil
+	}
+	return *owner, true, nil
 }
 
 // ClaimThread implements durable.ThreadClaimer. The insert is the claim:

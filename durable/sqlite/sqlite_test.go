@@ -425,10 +425,17 @@ func TestCompactionMergesJournalRows(t *testing.T) {
 }
 
 // What the server's per-request owner check costs on a long conversation
-// (a 1 MiB transcript), answered by loading the thread or by ThreadOwner.
+// (a 1 MiB transcript, 300 runs), answered by loading the thread or by
+// ThreadOwner.
 func BenchmarkThreadOwner(b *testing.B) {
 	s := open(b, filepath.Join(b.TempDir(), "durable.db"))
 	ctx := context.Background()
+	for i := range 300 {
+		rec := durable.RunRecord{RunID: fmt.Sprintf("r%d", i), ThreadID: "t", StartedAt: time.UnixMilli(int64(i)), Owner: "alice", Status: durable.StatusCompleted}
+		if _, err := s.CreateOrResume(ctx, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
 	msgs := []byte(`[` + strings.Repeat(`{"id":"m","role":"user","parts":[{"type":"text","content":"0123456789abcdef"}]},`, 1<<20/80) + `{}]`)
 	if err := s.SaveThread(ctx, durable.Thread{ThreadID: "t", Messages: msgs, RunID: "r", UpdatedAt: time.Now(), Owner: "alice"}); err != nil {
 		b.Fatal(err)

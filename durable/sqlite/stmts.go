@@ -56,14 +56,14 @@ const listSQL = `SELECT ` + runColumns + ` FROM goai_runs WHERE `
 const leaseSeen = `coalesce((SELECT l.heartbeat_at FROM goai_leases l WHERE l.run_id = goai_runs.run_id), started_at)`
 
 // threadOwnerSQL is the owner of thread ?1: its saved thread's, else its
-// first run's. The thread's row holds its owner before its transcript
-// (threadsTable), so reading it never walks the transcript's overflow
-// pages.
-const threadOwnerSQL = `SELECT owner FROM (
-		SELECT 0 AS k, owner FROM goai_threads WHERE thread_id = ?1
-		UNION ALL
-		SELECT * FROM (SELECT 1, owner FROM goai_runs WHERE thread_id = ?1 ORDER BY started_at, id LIMIT 1))
-	ORDER BY k LIMIT 1`
+// first run's; NULL when it has neither. The thread's row holds its owner
+// before its transcript (threadsTable), so reading it never walks the
+// transcript's overflow pages; and coalesce evaluates the runs' query only
+// when there is no row, since it reads every run of the thread (to order
+// them), a cost that grew with the conversation on every request.
+const threadOwnerSQL = `SELECT coalesce(
+		(SELECT owner FROM goai_threads WHERE thread_id = ?1),
+		(SELECT owner FROM goai_runs WHERE thread_id = ?1 ORDER BY started_at, id LIMIT 1))`
 
 // appendStateSQL reads, for an append, whether the log is closed (NULL:
 // there is no log yet) and the run's driver epoch (NULL: no run).

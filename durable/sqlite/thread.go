@@ -62,15 +62,11 @@ func (s *Store) ThreadOwner(ctx context.Context, threadID string) (string, bool,
 	if s.isClosed() {
 		return "", false, durable.ErrStoreClosed
 	}
-	var owner string
-	err := s.st.readOwner.QueryRowContext(ctx, threadID).Scan(&owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
+	var owner sql.NullString
+	if err := s.st.readOwner.QueryRowContext(ctx, threadID).Scan(&owner); err != nil {
 		return "", false, fmt.Errorf("durable/sqlite: thread owner: %w", err)
 	}
-	return owner, true, nil
+	return owner.String, owner.Valid, nil
 }
 
 // ClaimThread implements durable.ThreadClaimer. It runs on the writer, so
@@ -89,9 +85,16 @@ func (s *Store) ClaimThread(ctx context.Context, threadID, owner string) (string
 			got = owner
 			return nil
 		}
-		if err := tx.Stmt(s.st.ownerGet).QueryRow(threadID).Scan(&got); err != nil {
+		var had sql.NullString
+		if err := tx.Stmt(s.st.ownerGet).QueryRow(threadID).Scan(&had); err != nil {
 			return fmt.Errorf("durable/sqlite: claim thread: the owner: %w", err)
 		}
+		if !had.Valid {
+			// Impossible in the writer's transaction: the insert found a
+			// thread or a run.
+			return fmt.Errorf("durable/sqlite: claim thread %q: neither claimed nor owned", threadID)
+		}
+		got = had.String
 		return nil
 	})
 	return got, err
