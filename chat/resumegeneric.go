@@ -77,7 +77,7 @@ func (r *run) genericContinuation(check *resumeCheck, e ResumeItem, seen generic
 	if json.Unmarshal(b, &c) != nil || c.V != 1 || c.BatchIndex < 0 {
 		return c, InterruptDefinition{}, check.stale("Generic interrupt continuation contains invalid fields.")
 	}
-	def, ok := r.interruptDefs[c.DefinitionID]
+	def, ok := r.interruptDef(c.DefinitionID)
 	if !ok {
 		return c, def, check.stale(fmt.Sprintf("Generic interrupt definition %s is unavailable.", c.DefinitionID))
 	}

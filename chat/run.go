@@ -82,8 +82,8 @@ type run struct {
 	held *[]agui.Event
 
 	disconnect    *RunDisconnect
-	lazy          *lazyManager // nil without lazy tools
-	interruptDefs map[string]InterruptDefinition
+	lazy          *lazyManager                   // nil without lazy tools
+	interruptDefs map[string]InterruptDefinition // Options.Interrupts by id; nil without any (interruptDef)
 
 	caps  map[CapabilityKey]any
 	capMu sync.Mutex
@@ -171,10 +171,11 @@ func newRun(ctx context.Context, opts *Options, yield func(agui.Event, error) bo
 	r.mctx = r.newContext(opts)
 	r.syncContext()
 	r.mctx.Metadata = opts.Metadata
-	// The empty id is the ad-hoc definition: no schemas to check.
-	r.interruptDefs = map[string]InterruptDefinition{"": {}}
-	for _, d := range opts.Interrupts {
-		r.interruptDefs[d.ID] = d
+	if len(opts.Interrupts) > 0 {
+		r.interruptDefs = make(map[string]InterruptDefinition, len(opts.Interrupts))
+		for _, d := range opts.Interrupts {
+			r.interruptDefs[d.ID] = d
+		}
 	}
 	r.so = newStructuredState(opts)
 	r.disconnect = opts.Disconnect
@@ -359,4 +360,15 @@ func (r *run) finish() {
 		})
 	}
 	wg.Wait()
+}
+
+// interruptDef returns the generic interrupt definition registered as id.
+// The empty id is the ad-hoc definition, with no schemas to check, unless
+// Options.Interrupts registers one under it. (A map per run only when
+// there are definitions: every idle run holds its run state.)
+func (r *run) interruptDef(id string) (InterruptDefinition, bool) {
+	if d, ok := r.interruptDefs[id]; ok {
+		return d, true
+	}
+	return InterruptDefinition{}, id == ""
 }

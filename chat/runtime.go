@@ -205,7 +205,7 @@ func (r *run) interruptRequests() ([]InterruptRequest, error) {
 			return nil, err
 		}
 		for _, q := range reqs {
-			def, ok := r.interruptDefs[q.Definition]
+			def, ok := r.interruptDef(q.Definition)
 			if !ok {
 				return nil, fmt.Errorf("generic interrupt definition %q is not registered on this chat (Options.Interrupts)", q.Definition)
 			}
@@ -332,7 +332,7 @@ func (r *run) clientInterrupt(c PendingClientCall, t *Tool) agui.Interrupt {
 // the batch.
 func (r *run) genericInterrupt(g InterruptRequest, batchIndex int) agui.Interrupt {
 	id := newID("interrupt")
-	def := r.interruptDefs[g.Definition]
+	def, _ := r.interruptDef(g.Definition)
 	binding := map[string]any{"v": 1, "kind": "generic", "interruptId": id, "batchIndex": batchIndex,
 		"interruptedRunId": r.runID(), "generation": 0, "definitionId": g.Definition, "key": g.Key}
 	if def.ResponseSchema != nil {
