@@ -39,7 +39,7 @@ func DebugNone() *Debug { return &Debug{None: true} }
 // Logger writes engine debug lines by category. A nil *Logger logs nothing.
 type Logger struct {
 	l  *slog.Logger
-	on map[string]bool
+	on uint16 // a bit per category of allCategories that logs
 }
 
 var allCategories = []string{CatRequest, CatProvider, CatOutput, CatMiddleware, CatTools, CatAgentLoop, CatConfig, CatErrors, CatSandbox}
@@ -51,7 +51,7 @@ var categoryEmoji = map[string]string{
 
 // NewLogger resolves a Debug option into a Logger.
 func NewLogger(d *Debug) *Logger {
-	lg := &Logger{on: map[string]bool{}}
+	lg := &Logger{}
 	if d != nil && d.Logger != nil {
 		lg.l = d.Logger
 	} else {
@@ -59,25 +59,38 @@ func NewLogger(d *Debug) *Logger {
 	}
 	switch {
 	case d == nil:
-		lg.on[CatErrors] = true
+		lg.on = categoryBit(CatErrors)
 	case d.None:
 	case d.All:
 		for _, c := range allCategories {
-			lg.on[c] = true
+			lg.on |= categoryBit(c)
 		}
 	case d.Categories != nil:
 		for _, c := range allCategories {
 			v, set := d.Categories[c]
-			lg.on[c] = !set || v
+			if !set || v {
+				lg.on |= categoryBit(c)
+			}
 		}
 	default:
-		lg.on[CatErrors] = true
+		lg.on = categoryBit(CatErrors)
 	}
 	return lg
 }
 
 // Enabled reports whether a category logs.
-func (lg *Logger) Enabled(cat string) bool { return lg != nil && lg.on[cat] }
+func (lg *Logger) Enabled(cat string) bool { return lg != nil && lg.on&categoryBit(cat) != 0 }
+
+// categoryBit is cat's bit in Logger.on, 0 for a category goai does not
+// log. (A mask rather than a map: every run has a Logger.)
+func categoryBit(cat string) uint16 {
+	for i, c := range allCategories {
+		if c == cat {
+			return 1 << i
+		}
+	}
+	return 0
+}
 
 // Log writes one line in category cat. Errors go to the error level, the
 // rest to debug. A panicking handler is swallowed.
