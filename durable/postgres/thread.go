@@ -88,23 +88,22 @@ func (s *Store) ClaimThread(ctx context.Context, threadID, owner string) (string
 	if err := s.checkOpen(); err != nil {
 		return "", err
 	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO goai_threads (thread_id, messages, run_id, updated_at, owner)
-		SELECT $1, '[]', '', $2, $3 WHERE NOT EXISTS (SELECT 1 FROM goai_runs WHERE thread_id = $1)
-		ON CONFLICT (thread_id) DO NOTHING`, threadID, time.Now().UnixMilli(), owner)
-	if err != nil {
-		return "", wrap("claim thread", err)
+	// A conflicting thread or run can be deleted between the two
+	// statements (a run pruned by retention): then claim afresh.
+	for range 3 {
+		tag, err := s.pool.Exec(ctx, `INSERT INTO goai_threads (thread_id, messages, run_id, updated_at, owner)
+			SELECT $1, '[]', '', $2, $3 WHERE NOT EXISTS (SELECT 1 FROM goai_runs WHERE thread_id = $1)
+			ON CONFLICT (thread_id) DO NOTHING`, threadID, time.Now().UnixMilli(), owner)
+		if err != nil {
+			return "", wrap("claim thread", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return owner, nil
+		}
+		got, found, err := s.ThreadOwner(ctx, threadID)
+		if err != nil || found {
+			return got, err
+		}
 	}
-	if tag.RowsAffected() == 1 {
-		return owner, nil
-	}
-	got, found, err := s.ThreadOwner(ctx, threadID)
-	if err != nil {
-		return "", err
-	}
-	if !found {
-		// The conflicting thread or run is gone again (deleted between the
-		// two statements): claim afresh.
-		return s.ClaimThread(ctx, threadID, owner)
-	}
-	return got, nil
+	return "", fmt.Errorf("durable/postgres: claim thread %q: its owner keeps disappearing", threadID)
 }
