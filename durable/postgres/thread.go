@@ -93,7 +93,7 @@ func (s *Store) ClaimThread(ctx context.Context, threadID, owner string) (string
 	for range 3 {
 		tag, err := s.pool.Exec(ctx, `INSERT INTO goai_threads (thread_id, messages, run_id, updated_at, owner)
 			SELECT $1, '[]', '', $2, $3 WHERE NOT EXISTS (SELECT 1 FROM goai_runs WHERE thread_id = $1)
-			ON CONFLICT (thread_id) DO NOTHING`, threadID, time.Now().UnixMilli(), owner)
+			ON CONFLICT (thread_id) DO NOTHING`, threadID, s.opts.Now().UnixMilli(), owner)
 		if err != nil {
 			return "", wrap("claim thread", err)
 		}

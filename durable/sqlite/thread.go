@@ -77,7 +77,7 @@ func (s *Store) ClaimThread(ctx context.Context, threadID, owner string) (string
 	}
 	var got string
 	err := s.exec(ctx, noRun, func(tx *writeTx) error {
-		res, err := tx.Stmt(s.st.threadClaim).Exec(threadID, time.Now().UnixMilli(), owner)
+		res, err := tx.Stmt(s.st.threadClaim).Exec(threadID, s.opts.Now().UnixMilli(), owner)
 		if err != nil {
 			return fmt.Errorf("durable/sqlite: claim thread: %w", err)
 		}
