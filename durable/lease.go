@@ -43,6 +43,21 @@ type Leaser interface {
 	ListStale(ctx context.Context, olderThan time.Duration) ([]RunRecord, error)
 }
 
+// RunStarter is implemented by Leasers that record a new run and claim it
+// in one transaction: a server starting a run then waits for one commit
+// before its first byte, where CreateOrResume and then ClaimIf wait for
+// two.
+type RunStarter interface {
+	Leaser
+	// StartRun is CreateOrResume(rec) followed, in the same transaction,
+	// by ClaimIf(rec.RunID, 0) when the run it returns is rec.Owner's,
+	// running and not cancelled. It returns the run as stored afterwards
+	// (with the claim's epoch when claimed); claimed reports the claim. A
+	// run another driver holds already is not claimed, and is not an
+	// error.
+	StartRun(ctx context.Context, rec RunRecord) (stored RunRecord, claim Claim, claimed bool, err error)
+}
+
 // BatchLeaser is implemented by Leasers that renew many claims in one call:
 // a server producing many runs then keeps every lease with one store write
 // per heartbeat interval instead of one per run.

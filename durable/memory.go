@@ -501,15 +501,43 @@ func (m *Memory) CreateOrResume(ctx context.Context, rec RunRecord) (RunRecord, 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.create(rec).rec.Clone(), nil
+}
+
+// create records rec unless its run exists, and returns the run; m.mu is
+// held.
+func (m *Memory) create(rec RunRecord) *memRun {
 	if r := m.runs[rec.RunID]; r != nil {
-		return r.rec.Clone(), nil
+		return r
 	}
 	rec = normalizeRecord(rec)
 	m.nextRun++
 	r := &memRun{rec: rec, order: m.nextRun}
 	m.runs[rec.RunID] = r
 	m.threadRuns[rec.ThreadID] = append(m.threadRuns[rec.ThreadID], r)
-	return rec.Clone(), nil
+	return r
+}
+
+// StartRun implements RunStarter.
+func (m *Memory) StartRun(ctx context.Context, rec RunRecord) (RunRecord, Claim, bool, error) {
+	if err := CheckRunID(rec.RunID); err != nil {
+		return RunRecord{}, Claim{}, false, err
+	}
+	if rec.Status == "" {
+		rec.Status = StatusRunning
+	}
+	if !rec.Status.Valid() {
+		return RunRecord{}, Claim{}, false, fmt.Errorf("durable: invalid run status %q", rec.Status)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.create(rec)
+	if r.rec.Owner != rec.Owner || r.rec.Status != StatusRunning || (r.rec.CancelRequested != nil && *r.rec.CancelRequested) {
+		return r.rec.Clone(), Claim{}, false, nil
+	}
+	var zero int64
+	c, err := m.claimLocked(rec.RunID, &zero)
+	return r.rec.Clone(), c, err == nil, nil
 }
 
 // normalizeRecord truncates a new record's times to milliseconds.
@@ -634,6 +662,11 @@ func (m *Memory) ClaimIf(ctx context.Context, runID string, epoch int64) (Claim,
 func (m *Memory) claim(runID string, ifEpoch *int64) (Claim, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.claimLocked(runID, ifEpoch)
+}
+
+// claimLocked is claim with m.mu held.
+func (m *Memory) claimLocked(runID string, ifEpoch *int64) (Claim, error) {
 	r := m.runs[runID]
 	if r == nil {
 		return Claim{}, &ClaimError{RunID: runID, Reason: ClaimUnknown}

@@ -159,7 +159,23 @@ func (h *Handler) newProducer(ctx context.Context, cancel context.CancelCauseFun
 // 0). fresh is false, with no error, for a run that already ended, paused
 // or was cancelled, and for one another producer claimed.
 func (p *producer) claimFresh() (fresh bool, err error) {
-	rec, err := p.store.CreateOrResume(p.bg(), durable.RunRecord{RunID: p.runID, ThreadID: p.threadID, Status: durable.StatusRunning, StartedAt: time.Now(), Owner: string(p.owner)})
+	want := durable.RunRecord{RunID: p.runID, ThreadID: p.threadID, Status: durable.StatusRunning, StartedAt: time.Now(), Owner: string(p.owner)}
+	if st, ok := p.store.(durable.RunStarter); ok {
+		// One write, so one commit to wait for before the first byte.
+		rec, claim, claimed, err := st.StartRun(p.bg(), want)
+		if err != nil {
+			return false, fmt.Errorf("recording the run: %w", err)
+		}
+		if rec.Owner != string(p.owner) {
+			return false, &statusError{http.StatusNotFound, "not_found", fmt.Sprintf("unknown run %q", p.runID)}
+		}
+		if !claimed {
+			return false, nil
+		}
+		p.fence, p.leaser = durable.NewFence(p.store, claim, p.h.cfg.Logger), st
+		return true, nil
+	}
+	rec, err := p.store.CreateOrResume(p.bg(), want)
 	if err != nil {
 		return false, fmt.Errorf("recording the run: %w", err)
 	}

@@ -95,6 +95,68 @@ func Leases(t *testing.T, newStore func(t *testing.T) durable.Store) {
 		}
 	})
 
+	sub("lease_start_run_records_and_claims_at_once", func(t *testing.T, s durable.Store, l durable.Leaser) {
+		st, ok := l.(durable.RunStarter)
+		if !ok {
+			t.Skip("the store does not implement durable.RunStarter")
+		}
+		ctx := ctxT(t)
+		start := func(rec durable.RunRecord, wantClaimed bool) durable.RunRecord {
+			t.Helper()
+			got, c, claimed, err := st.StartRun(ctx, rec)
+			if err != nil || claimed != wantClaimed || (claimed && (c.RunID != rec.RunID || c.Epoch != 1)) {
+				t.Fatalf("StartRun(%q) = claim %+v, claimed %v, %v; want claimed %v (epoch 1)", rec.RunID, c, claimed, err, wantClaimed)
+			}
+			return got
+		}
+		rec := durable.RunRecord{RunID: "r", ThreadID: "t", StartedAt: ms(1).Add(300 * time.Microsecond), Owner: "alice"}
+		got := start(rec, true)
+		stored := mustGet(t, s, "r")
+		equalRec(t, "a started run as returned", got, durable.RunRecord{RunID: "r", ThreadID: "t", Status: durable.StatusRunning, StartedAt: ms(1), DriverEpoch: durable.Ptr(int64(1))})
+		equalRec(t, "a started run as read", stored, got)
+		if stored.DriverEpoch == nil || *stored.DriverEpoch != 1 || stored.Owner != "alice" || got.Owner != "alice" {
+			t.Fatalf("after StartRun the run reads %s, owner %q; want epoch 1, alice's", recString(stored), stored.Owner)
+		}
+		// The same request again, another principal's, a cancelled run, an
+		// ended run: recorded as they are, never claimed.
+		if again := start(rec, false); again.Owner != "alice" || epochOf(t, s, "r") != 1 {
+			t.Fatalf("a second StartRun moved the epoch to %d", epochOf(t, s, "r"))
+		}
+		if other := start(durable.RunRecord{RunID: "r", ThreadID: "t", StartedAt: ms(2), Owner: "bob"}, false); other.Owner != "alice" {
+			t.Fatalf("StartRun by bob returned owner %q; want alice's run as stored", other.Owner)
+		}
+		mustCreate(t, s, durable.RunRecord{RunID: "c", ThreadID: "t", StartedAt: ms(1), Owner: "alice", CancelRequested: durable.Ptr(true)})
+		start(durable.RunRecord{RunID: "c", ThreadID: "t", StartedAt: ms(1), Owner: "alice"}, false)
+		mustCreate(t, s, durable.RunRecord{RunID: "d", ThreadID: "t", StartedAt: ms(1), Owner: "alice", Status: durable.StatusCompleted})
+		start(durable.RunRecord{RunID: "d", ThreadID: "t", StartedAt: ms(1), Owner: "alice"}, false)
+		if epochOf(t, s, "c") != 0 || epochOf(t, s, "d") != 0 {
+			t.Fatalf("a cancelled or ended run was claimed: epochs %d, %d", epochOf(t, s, "c"), epochOf(t, s, "d"))
+		}
+		// Of concurrent starts of one new run, one claims it.
+		const n = 8
+		claimed := make([]bool, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, _, claimed[i], errs[i] = st.StartRun(ctx, durable.RunRecord{RunID: "race", ThreadID: "t", StartedAt: ms(1), Owner: "alice"})
+			})
+		}
+		wg.Wait()
+		won := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("concurrent StartRun: %v", errs[i])
+			}
+			if claimed[i] {
+				won++
+			}
+		}
+		if won != 1 || epochOf(t, s, "race") != 1 {
+			t.Fatalf("%d of %d concurrent StartRun claimed, epoch %d; want 1 and 1", won, n, epochOf(t, s, "race"))
+		}
+	})
+
 	sub("lease_heartbeat_is_fenced", func(t *testing.T, s durable.Store, l durable.Leaser) {
 		ctx := ctxT(t)
 		if err := l.Heartbeat(ctx, durable.Claim{RunID: "missing", Epoch: 1}); !errors.Is(err, durable.ErrRunNotFound) {

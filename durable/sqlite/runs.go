@@ -133,20 +133,70 @@ func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (dura
 	}
 	var out durable.RunRecord
 	err := s.exec(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
-		res, err := tx.Stmt(s.st.runInsert).Exec(runArgs(rec)...)
-		if err != nil {
-			return fmt.Errorf("durable/sqlite: create run: %w", err)
-		}
-		if n, err := res.RowsAffected(); err == nil && n == 1 {
-			// Inserted: the row is rec, and reading it back (a query and
-			// a scan of thirteen columns, on the writer) would say so.
-			out = asStored(rec)
-			return nil
-		}
-		out, _, err = s.getTx(tx, rec.RunID)
+		var err error
+		out, err = s.createTx(tx, rec)
 		return err
 	})
 	return out, err
+}
+
+// createTx records rec unless its run exists, and returns the run as
+// stored.
+func (s *Store) createTx(tx *writeTx, rec durable.RunRecord) (durable.RunRecord, error) {
+	res, err := tx.Stmt(s.st.runInsert).Exec(runArgs(rec)...)
+	if err != nil {
+		return durable.RunRecord{}, fmt.Errorf("durable/sqlite: create run: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 1 {
+		// Inserted: the row is rec, and reading it back (a query and a
+		// scan of thirteen columns, on the writer) would say so.
+		return asStored(rec), nil
+	}
+	out, _, err := s.getTx(tx, rec.RunID)
+	return out, err
+}
+
+// StartRun implements durable.RunStarter.
+func (s *Store) StartRun(ctx context.Context, rec durable.RunRecord) (durable.RunRecord, durable.Claim, bool, error) {
+	if err := durable.CheckRunID(rec.RunID); err != nil {
+		return rec, durable.Claim{}, false, err
+	}
+	if rec.Status == "" {
+		rec.Status = durable.StatusRunning
+	}
+	if !rec.Status.Valid() {
+		return durable.RunRecord{}, durable.Claim{}, false, fmt.Errorf("durable: invalid run status %q", rec.Status)
+	}
+	if err := s.checkFile(); err != nil {
+		return durable.RunRecord{}, durable.Claim{}, false, err
+	}
+	var (
+		out     durable.RunRecord
+		claim   durable.Claim
+		claimed bool
+	)
+	err := s.exec(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
+		claimed = false
+		var err error
+		if out, err = s.createTx(tx, rec); err != nil {
+			return err
+		}
+		if out.Owner != rec.Owner || out.Status != durable.StatusRunning || (out.CancelRequested != nil && *out.CancelRequested) {
+			return nil
+		}
+		s.jt.forget(rec.RunID)
+		var epoch int64
+		switch err := tx.Stmt(s.st.runClaimIf).QueryRow(rec.RunID, 0).Scan(&epoch); {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil // another driver holds it
+		case err != nil:
+			return fmt.Errorf("durable/sqlite: claim: %w", err)
+		}
+		claim, claimed = durable.Claim{RunID: rec.RunID, Epoch: epoch}, true
+		out.DriverEpoch = durable.Ptr(epoch)
+		return s.beatTx(tx, rec.RunID)
+	})
+	return out, claim, claimed, err
 }
 
 // asStored returns r as a read of its row returns it: times at the
