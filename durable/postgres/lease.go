@@ -58,6 +58,59 @@ func (s *Store) ClaimIf(ctx context.Context, runID string, epoch int64) (durable
 	return c, wrap("claim", err)
 }
 
+// StartRun implements durable.RunStarter: the insert, the read of the
+// run (locked, in a statement of its own, so it sees a concurrent creator
+// that committed while the insert waited) and the claim, in one
+// transaction.
+func (s *Store) StartRun(ctx context.Context, rec durable.RunRecord) (durable.RunRecord, durable.Claim, bool, error) {
+	if err := durable.CheckRunID(rec.RunID); err != nil {
+		return rec, durable.Claim{}, false, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return rec, durable.Claim{}, false, err
+	}
+	if rec.Status == "" {
+		rec.Status = durable.StatusRunning
+	}
+	if !rec.Status.Valid() {
+		return durable.RunRecord{}, durable.Claim{}, false, fmt.Errorf("durable: invalid run status %q", rec.Status)
+	}
+	var (
+		out     durable.RunRecord
+		claim   durable.Claim
+		claimed bool
+	)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		claimed = false
+		if _, err := tx.Exec(ctx, `INSERT INTO goai_runs (`+runColumns+`) VALUES `+values13+`
+			ON CONFLICT (run_id) DO NOTHING`, runArgs(rec)...); err != nil {
+			return err
+		}
+		var err error
+		out, err = scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM goai_runs WHERE run_id = $1 FOR UPDATE`, rec.RunID))
+		if err != nil {
+			return err
+		}
+		if out.Owner != rec.Owner || out.Status != durable.StatusRunning || (out.CancelRequested != nil && *out.CancelRequested) ||
+			(out.DriverEpoch != nil && *out.DriverEpoch != 0) {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE goai_runs SET driver_epoch = 1 WHERE run_id = $1`, rec.RunID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, upsertLease, rec.RunID); err != nil {
+			return err
+		}
+		out.DriverEpoch = durable.Ptr(int64(1))
+		claim, claimed = durable.Claim{RunID: rec.RunID, Epoch: 1}, true
+		return nil
+	})
+	if err != nil {
+		return durable.RunRecord{}, durable.Claim{}, false, wrap("start run", err)
+	}
+	return out, claim, claimed, nil
+}
+
 // Heartbeat implements durable.Leaser.
 func (s *Store) Heartbeat(ctx context.Context, claim durable.Claim) error {
 	if err := s.checkOpen(); err != nil {
