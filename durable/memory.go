@@ -490,14 +490,9 @@ func (m *Memory) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 
 // CreateOrResume implements RunStore.
 func (m *Memory) CreateOrResume(ctx context.Context, rec RunRecord) (RunRecord, error) {
-	if err := CheckRunID(rec.RunID); err != nil {
+	rec, err := CheckNewRun(rec)
+	if err != nil {
 		return RunRecord{}, err
-	}
-	if rec.Status == "" {
-		rec.Status = StatusRunning
-	}
-	if !rec.Status.Valid() {
-		return RunRecord{}, fmt.Errorf("durable: invalid run status %q", rec.Status)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -520,14 +515,9 @@ func (m *Memory) create(rec RunRecord) *memRun {
 
 // StartRun implements RunStarter.
 func (m *Memory) StartRun(ctx context.Context, rec RunRecord) (RunRecord, Claim, bool, error) {
-	if err := CheckRunID(rec.RunID); err != nil {
+	rec, err := CheckNewRun(rec)
+	if err != nil {
 		return RunRecord{}, Claim{}, false, err
-	}
-	if rec.Status == "" {
-		rec.Status = StatusRunning
-	}
-	if !rec.Status.Valid() {
-		return RunRecord{}, Claim{}, false, fmt.Errorf("durable: invalid run status %q", rec.Status)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -20,6 +20,22 @@ const (
 	StatusAborted     RunStatus = "aborted"
 )
 
+// CheckNewRun returns rec as a store records a new run (CreateOrResume,
+// RunStarter.StartRun): its status defaulted to running. It fails for an
+// invalid run id or status.
+func CheckNewRun(rec RunRecord) (RunRecord, error) {
+	if err := CheckRunID(rec.RunID); err != nil {
+		return RunRecord{}, err
+	}
+	if rec.Status == "" {
+		rec.Status = StatusRunning
+	}
+	if !rec.Status.Valid() {
+		return RunRecord{}, fmt.Errorf("durable: invalid run status %q", rec.Status)
+	}
+	return rec, nil
+}
+
 // Valid reports whether s is one of the known statuses.
 func (s RunStatus) Valid() bool {
 	switch s {

@@ -63,24 +63,19 @@ func (s *Store) ClaimIf(ctx context.Context, runID string, epoch int64) (durable
 // that committed while the insert waited) and the claim, in one
 // transaction.
 func (s *Store) StartRun(ctx context.Context, rec durable.RunRecord) (durable.RunRecord, durable.Claim, bool, error) {
-	if err := durable.CheckRunID(rec.RunID); err != nil {
-		return rec, durable.Claim{}, false, err
+	rec, err := durable.CheckNewRun(rec)
+	if err != nil {
+		return durable.RunRecord{}, durable.Claim{}, false, err
 	}
 	if err := s.checkOpen(); err != nil {
 		return rec, durable.Claim{}, false, err
-	}
-	if rec.Status == "" {
-		rec.Status = durable.StatusRunning
-	}
-	if !rec.Status.Valid() {
-		return durable.RunRecord{}, durable.Claim{}, false, fmt.Errorf("durable: invalid run status %q", rec.Status)
 	}
 	var (
 		out     durable.RunRecord
 		claim   durable.Claim
 		claimed bool
 	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		claimed = false
 		if _, err := tx.Exec(ctx, `INSERT INTO goai_runs (`+runColumns+`) VALUES `+values13+`
 			ON CONFLICT (run_id) DO NOTHING`, runArgs(rec)...); err != nil {

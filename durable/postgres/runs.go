@@ -80,20 +80,15 @@ const values13 = `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // CreateOrResume implements durable.RunStore.
 func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (durable.RunRecord, error) {
-	if err := durable.CheckRunID(rec.RunID); err != nil {
-		return rec, err
+	rec, err := durable.CheckNewRun(rec)
+	if err != nil {
+		return durable.RunRecord{}, err
 	}
 	if err := s.checkOpen(); err != nil {
 		return rec, err
 	}
-	if rec.Status == "" {
-		rec.Status = durable.StatusRunning
-	}
-	if !rec.Status.Valid() {
-		return durable.RunRecord{}, fmt.Errorf("durable: invalid run status %q", rec.Status)
-	}
 	var out durable.RunRecord
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO goai_runs (`+runColumns+`) VALUES `+values13+`
 			ON CONFLICT (run_id) DO NOTHING`, runArgs(rec)...); err != nil {
 			return err

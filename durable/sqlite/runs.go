@@ -122,17 +122,12 @@ func (s *Store) putTx(tx *writeTx, r durable.RunRecord) error {
 
 // CreateOrResume implements durable.RunStore.
 func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (durable.RunRecord, error) {
-	if err := durable.CheckRunID(rec.RunID); err != nil {
-		return rec, err
-	}
-	if rec.Status == "" {
-		rec.Status = durable.StatusRunning
-	}
-	if !rec.Status.Valid() {
-		return durable.RunRecord{}, fmt.Errorf("durable: invalid run status %q", rec.Status)
+	rec, err := durable.CheckNewRun(rec)
+	if err != nil {
+		return durable.RunRecord{}, err
 	}
 	var out durable.RunRecord
-	err := s.exec(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
+	err = s.exec(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
 		var err error
 		out, err = s.createTx(tx, rec)
 		return err
@@ -158,14 +153,9 @@ func (s *Store) createTx(tx *writeTx, rec durable.RunRecord) (durable.RunRecord,
 
 // StartRun implements durable.RunStarter.
 func (s *Store) StartRun(ctx context.Context, rec durable.RunRecord) (durable.RunRecord, durable.Claim, bool, error) {
-	if err := durable.CheckRunID(rec.RunID); err != nil {
-		return rec, durable.Claim{}, false, err
-	}
-	if rec.Status == "" {
-		rec.Status = durable.StatusRunning
-	}
-	if !rec.Status.Valid() {
-		return durable.RunRecord{}, durable.Claim{}, false, fmt.Errorf("durable: invalid run status %q", rec.Status)
+	rec, err := durable.CheckNewRun(rec)
+	if err != nil {
+		return durable.RunRecord{}, durable.Claim{}, false, err
 	}
 	if err := s.checkFile(); err != nil {
 		return durable.RunRecord{}, durable.Claim{}, false, err
@@ -175,7 +165,7 @@ func (s *Store) StartRun(ctx context.Context, rec durable.RunRecord) (durable.Ru
 		claim   durable.Claim
 		claimed bool
 	)
-	err := s.exec(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
+	err = s.exec(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
 		claimed = false
 		var err error
 		if out, err = s.createTx(tx, rec); err != nil {
@@ -273,14 +263,14 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 	if err := patch.Validate(); err != nil {
 		return err
 	}
-	shape, args := patchArgs(patch)
+	shape, cols, args := patchArgs(patch)
 	args = append(args, runID)
 	if shape.fenced {
 		args = append(args, patch.IfEpoch)
 	}
 	return s.exec(ctx, oneRun(runID), func(tx *writeTx) error {
-		if shape.fields != 0 {
-			st, err := s.patchStmt(shape)
+		if shape.columns != 0 {
+			st, err := s.patchStmt(shape, cols)
 			if err != nil {
 				return err
 			}
@@ -306,32 +296,29 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 	})
 }
 
-// patchShape is which columns a run patch sets (a bit per
-// durable.RunPatch field, in patchColumns' order), and whether it is fenced
-// by an epoch: one UPDATE statement per shape.
+// patchShape is which columns a run patch sets (a bit per column, in
+// patchArgs' order) and whether it is fenced by an epoch: one UPDATE
+// statement per shape.
 type patchShape struct {
-	fields uint8
-	fenced bool
+	columns uint16
+	fenced  bool
 }
 
-// patchColumns are the columns each durable.RunPatch field sets, in the
-// order of patchArgs.
-var patchColumns = [...]string{
-	"status", "finished_at", "error_message, error_code", "usage",
-	"sandbox_key", "detached_since", "cancel_requested", "driver_epoch",
-}
-
-// patchArgs returns p's shape and the values of the columns it sets, in
+// patchArgs returns p's shape, the columns it sets and their values, in
 // the order of its statement (patchStmt): the values Apply would leave in
 // the record and putTx would write.
-func patchArgs(p durable.RunPatch) (patchShape, []any) {
+func patchArgs(p durable.RunPatch) (patchShape, []string, []any) {
 	shape := patchShape{fenced: p.IfEpoch > 0}
+	cols := make([]string, 0, 9)
 	args := make([]any, 0, 11)
-	field := func(i int, touched bool, vals ...any) {
+	bit := uint16(1)
+	column := func(touched bool, name string, value any) {
 		if touched {
-			shape.fields |= 1 << i
-			args = append(args, vals...)
+			shape.columns |= bit
+			cols = append(cols, name)
+			args = append(args, value)
 		}
+		bit <<= 1
 	}
 	millis := func(pt durable.Patch[time.Time]) any {
 		if t, ok := pt.IsSet(); ok {
@@ -339,9 +326,16 @@ func patchArgs(p durable.RunPatch) (patchShape, []any) {
 		}
 		return nil
 	}
+	// set is v when the patch sets it (ok), else nil: a clear.
+	set := func(v any, ok bool) any {
+		if ok {
+			return v
+		}
+		return nil
+	}
 	status, _ := p.Status.IsSet()
-	field(0, !p.Status.Untouched(), string(status))
-	field(1, !p.FinishedAt.Untouched(), millis(p.FinishedAt))
+	column(!p.Status.Untouched(), "status", string(status))
+	column(!p.FinishedAt.Untouched(), "finished_at", millis(p.FinishedAt))
 	var errMsg, errCode any
 	if e, ok := p.Error.IsSet(); ok {
 		errMsg = e.Message
@@ -349,53 +343,36 @@ func patchArgs(p durable.RunPatch) (patchShape, []any) {
 			errCode = e.Code
 		}
 	}
-	field(2, !p.Error.Untouched(), errMsg, errCode)
+	column(!p.Error.Untouched(), "error_message", errMsg)
+	column(!p.Error.Untouched(), "error_code", errCode)
 	var usage any
 	if u, ok := p.Usage.IsSet(); ok && u != nil {
 		usage = string(u)
 	}
-	field(3, !p.Usage.Untouched(), usage)
-	var sbox any
-	if v, ok := p.SandboxKey.IsSet(); ok {
-		sbox = v
-	}
-	field(4, !p.SandboxKey.Untouched(), sbox)
-	field(5, !p.DetachedSince.Untouched(), millis(p.DetachedSince))
-	var cancel any
-	if v, ok := p.CancelRequested.IsSet(); ok {
-		cancel = v
-	}
-	field(6, !p.CancelRequested.Untouched(), cancel)
-	var epoch any
-	if v, ok := p.DriverEpoch.IsSet(); ok {
-		epoch = v
-	}
-	field(7, !p.DriverEpoch.Untouched(), epoch)
-	return shape, args
+	column(!p.Usage.Untouched(), "usage", usage)
+	column(!p.SandboxKey.Untouched(), "sandbox_key", set(p.SandboxKey.IsSet()))
+	column(!p.DetachedSince.Untouched(), "detached_since", millis(p.DetachedSince))
+	column(!p.CancelRequested.Untouched(), "cancel_requested", set(p.CancelRequested.IsSet()))
+	column(!p.DriverEpoch.Untouched(), "driver_epoch", set(p.DriverEpoch.IsSet()))
+	return shape, cols, args
 }
 
-// patchStmt returns the writer's UPDATE for patches of shape, preparing
-// it the first time. Its parameters are the set columns' values, then the
-// run id and the fence's epoch. Only the set columns are written: SQLite
-// rewrites the index entries of every column an UPDATE sets.
-func (s *Store) patchStmt(shape patchShape) (*sql.Stmt, error) {
+// patchStmt returns the writer's UPDATE of cols for patches of shape,
+// preparing it the first time. Its parameters are the columns' values,
+// then the run id and the fence's epoch. Only the set columns are
+// written: SQLite rewrites the index entries of every column an UPDATE
+// sets.
+func (s *Store) patchStmt(shape patchShape, cols []string) (*sql.Stmt, error) {
 	if st, ok := s.st.patches[shape]; ok {
 		return st, nil
 	}
-	var set []string
-	n := 0
-	for i, cols := range patchColumns {
-		if shape.fields&(1<<i) == 0 {
-			continue
-		}
-		for _, c := range strings.Split(cols, ", ") {
-			n++
-			set = append(set, fmt.Sprintf("%s = ?%d", c, n))
-		}
+	set := make([]string, len(cols))
+	for i, c := range cols {
+		set[i] = fmt.Sprintf("%s = ?%d", c, i+1)
 	}
-	q := fmt.Sprintf("UPDATE goai_runs SET %s WHERE run_id = ?%d", strings.Join(set, ", "), n+1)
+	q := fmt.Sprintf("UPDATE goai_runs SET %s WHERE run_id = ?%d", strings.Join(set, ", "), len(cols)+1)
 	if shape.fenced {
-		q += fmt.Sprintf(" AND coalesce(driver_epoch, 0) = ?%d", n+2)
+		q += fmt.Sprintf(" AND coalesce(driver_epoch, 0) = ?%d", len(cols)+2)
 	}
 	st, err := s.wc.PrepareContext(context.Background(), q)
 	if err != nil {
