@@ -140,13 +140,41 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, principal Pri
 		badOffset(w, runID, after)
 		return
 	}
-	ended := false
-	defer h.attachReader(r, runID)(&ended)
+	leave := h.attachReader(runID)
 	_, batched := h.cfg.Store.(durable.BatchReader)
 	ls := &logStream{w: w, format: format, direct: batched}
-	defer ls.stop()
-	err := h.readLog(r.Context(), runID, after, ls.send)
-	ended = h.endLog(r, ls, principal, runID, after, disc, err)
+	defer ls.end(r, leave)
+	ctx := r.Context()
+	if d := h.cfg.releaseIdleAfter(); batched && d > 0 && canTakeOver(r) {
+		ctx, ls.idle.cancel = context.WithCancelCause(ctx)
+		ls.idle.d = d
+	}
+	err := h.readLog(ctx, runID, after, ls.send)
+	if ls.idle.ended(ctx) && err == nil && r.Context().Err() == nil && !ls.gone {
+		if ls.cs = h.takeOver(w, r, format); ls.cs != nil {
+			// The connection is the handler's now: the read goes on in a
+			// goroutine of its own, and net/http's are released.
+			go h.follow(ls.cs, runID, ls.last, disc, leave)
+			return
+		}
+		err = h.readLog(r.Context(), runID, ls.last, ls.send)
+	}
+	ls.ended = h.endLog(r, ls, principal, runID, after, disc, err)
+}
+
+// end stops ls's sender and idle timer (after a panic too) and, unless its
+// connection was taken over, counts its reader out.
+func (ls *logStream) end(r *http.Request, leave func(ended, gone bool)) {
+	if ls.sw != nil {
+		ls.sw.Close()
+	}
+	if ls.idle.cancel != nil {
+		ls.idle.stop()
+		ls.idle.cancel(nil)
+	}
+	if ls.cs == nil {
+		leave(ls.ended, r.Context().Err() != nil)
+	}
 }
 
 func badOffset(w http.ResponseWriter, runID, after string) {
@@ -169,6 +197,11 @@ type logStream struct {
 	sw      *streamWriter            // not direct: the sender, once started
 	buf     []byte                   // one frame
 	gone    bool                     // a write failed: the client is gone
+	ended   bool                     // the log was read to its end
+
+	idle idleTimer   // direct: takes the connection over when it fires
+	cs   *connStream // the connection, taken over
+	last string      // the offset of the last entry written
 }
 
 // send writes es, one batch of the log or one entry.
@@ -200,16 +233,15 @@ func (ls *logStream) send(es []durable.Entry) error {
 	}
 	if err != nil {
 		ls.gone = true
+		return err
 	}
-	return err
-}
-
-// stop stops the sender; a no-op once endLog closed it (deferred, it
-// stops the sender after a panic).
-func (ls *logStream) stop() {
-	if ls.sw != nil {
-		ls.sw.Close()
+	if len(es) > 0 {
+		ls.last = es[len(es)-1].Offset
+		if ls.idle.cancel != nil {
+			ls.idle.wrote()
+		}
 	}
+	return nil
 }
 
 // endLog finishes a log read that returned err: it retries a run starting
@@ -245,15 +277,15 @@ func (h *Handler) endLog(r *http.Request, ls *logStream, principal Principal, ru
 
 // attachReader counts a reader of runID (un-stamping the run if it was
 // detached) and returns what to call when it leaves: the last reader leaving
-// a run still produced here before its log ended (the client went away)
-// stamps it detached.
-func (h *Handler) attachReader(r *http.Request, runID string) (leave func(ended *bool)) {
+// a run still produced here before its log ended, because its client went
+// away, stamps it detached.
+func (h *Handler) attachReader(runID string) (leave func(ended, gone bool)) {
 	h.metrics.streams.Add(1)
 	if h.prod.attach(runID) {
 		h.setDetached(runID, false)
 	}
-	return func(ended *bool) {
-		if h.prod.detach(runID) && !*ended && r.Context().Err() != nil {
+	return func(ended, gone bool) {
+		if h.prod.detach(runID) && !ended && gone {
 			h.setDetached(runID, true)
 		}
 		h.metrics.streams.Add(-1)

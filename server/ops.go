@@ -134,6 +134,8 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(&b, "goai_runs_started_total %d\n", m.started.Load())
 	series("goai_streams_open", "gauge", "Durable log streams being served.")
 	fmt.Fprintf(&b, "goai_streams_open %d\n", m.streams.Load())
+	series("goai_streams_taken_over", "gauge", "Durable log streams whose connections the handler took over from net/http while they wait (Config.ReleaseIdleAfter).")
+	fmt.Fprintf(&b, "goai_streams_taken_over %d\n", h.conns.count())
 	series("goai_events_appended_total", "counter", "Events appended to durable run logs.")
 	fmt.Fprintf(&b, "goai_events_appended_total %d\n", m.events.Load())
 	series("goai_panics_recovered_total", "counter", "Panics recovered; each ended one run or request.")

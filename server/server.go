@@ -8,6 +8,7 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -57,6 +58,14 @@ type Config struct {
 	// one append plus Linger. Default 0 (measured: lingering only adds
 	// latency for paced tokens, and bursts batch during appends anyway).
 	Linger time.Duration
+	// ReleaseIdleAfter is how long (up to twice that) a durable stream
+	// waits for its run's next event before the handler takes its
+	// connection over from net/http, which releases net/http's two
+	// goroutines and buffers for it (about 40 KiB a waiting stream);
+	// default DefaultReleaseIdleAfter, negative: never. HTTP/1.1 without
+	// TLS only; when the stream ends, the connection goes back to the
+	// http.Server that accepted it. Handler.Shutdown ends such streams.
+	ReleaseIdleAfter time.Duration
 	// CancelPoll is how often a producer checks its run record for a cancel
 	// recorded by another replica; default 500ms.
 	CancelPoll time.Duration
@@ -107,6 +116,13 @@ func (c *Config) bodyTimeout() time.Duration {
 	return DefaultBodyTimeout
 }
 
+func (c *Config) releaseIdleAfter() time.Duration {
+	if c.ReleaseIdleAfter == 0 {
+		return DefaultReleaseIdleAfter
+	}
+	return max(c.ReleaseIdleAfter, 0)
+}
+
 func (c *Config) linger() time.Duration { return max(c.Linger, 0) }
 
 func (c *Config) cancelPoll() time.Duration {
@@ -151,6 +167,7 @@ type Handler struct {
 	limits   limits
 	metrics  metrics
 	draining atomic.Bool
+	conns    connStreams // durable streams taken over from net/http
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.root.ServeHTTP(w, r) }
@@ -161,6 +178,17 @@ func (h *Handler) Drain() { h.draining.Store(true) }
 
 // Wait blocks until every durable producer started by h has finished.
 func (h *Handler) Wait() { h.prod.wg.Wait() }
+
+// Shutdown ends the durable streams whose connections the handler took
+// over from net/http (Config.ReleaseIdleAfter; http.Server's
+// Shutdown and Close do not see those). It waits for them to end with
+// their logs until ctx is done, then cuts the rest short, so that their
+// clients resume elsewhere, and returns ctx's error. Call it after
+// http.Server.Shutdown, once the runs produced here had their chance to
+// end (Wait, StopAll).
+func (h *Handler) Shutdown(ctx context.Context) error {
+	return h.conns.shutdown(ctx)
+}
 
 // StopAll aborts every producer of this process with cause.
 func (h *Handler) StopAll(cause error) {

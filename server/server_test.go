@@ -62,6 +62,9 @@ func newEnv(t *testing.T, sc *scripted.Scenario, store durable.Store, mws ...*ch
 		},
 		Store:      store,
 		CancelPoll: 20 * time.Millisecond,
+		// Any stream that waits is taken over from net/http, so that the
+		// tests read taken-over connections as often as net/http's.
+		ReleaseIdleAfter: time.Millisecond,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", e.h)
@@ -71,6 +74,7 @@ func newEnv(t *testing.T, sc *scripted.Scenario, store durable.Store, mws ...*ch
 		e.srv.Close()
 		e.h.StopAll(context.Canceled)
 		e.h.Wait()
+		e.h.Shutdown(t.Context())
 	})
 	return e
 }

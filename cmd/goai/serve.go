@@ -97,6 +97,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		MaxRuns:           limits.maxRuns,
 		RequestsPerSecond: limits.rate,
 		BodyTimeout:       limits.bodyTimeout,
+		ReleaseIdleAfter:  limits.releaseIdle,
 		Info: map[string]any{
 			"model": desc, "wire": profile, "store": storeKind(*storeURL),
 			"demo": *model == "" || *model == "demo", "sandbox": ag.kindName(),
@@ -163,6 +164,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		chatHandler.StopAll(errors.New("server shutting down"))
 		<-done
 	}
+	// The streams the handler took over from net/http deliver the ends of
+	// those runs, then stop; a join of another replica's run is cut short
+	// and resumes elsewhere.
+	streamsCtx, cancelStreams := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancelStreams()
+	_ = chatHandler.Shutdown(streamsCtx)
 	return 0
 }
 

@@ -131,7 +131,8 @@ type serveLimits struct {
 	allowedOrigins []string
 	allowedHosts   []string
 	bodyTimeout    time.Duration
-	rate           float64 // chat POSTs per second per principal; 0 default, <0 unbounded
+	releaseIdle    time.Duration // 0 default, <0 never
+	rate           float64       // chat POSTs per second per principal; 0 default, <0 unbounded
 }
 
 func loadServeLimits(getenv func(string) string) (serveLimits, error) {
@@ -156,6 +157,19 @@ func loadServeLimits(getenv func(string) string) (serveLimits, error) {
 			return l, fmt.Errorf("GOAI_BODY_TIMEOUT: want a positive duration, got %q", v)
 		}
 		l.bodyTimeout = d
+	}
+	if v := getenv("GOAI_RELEASE_IDLE_AFTER"); v != "" {
+		d, err := time.ParseDuration(v)
+		if n, nerr := strconv.Atoi(v); err != nil && nerr == nil && n <= 0 {
+			d, err = -1, nil // "0", "-1": never
+		}
+		if err != nil {
+			return l, fmt.Errorf("GOAI_RELEASE_IDLE_AFTER: want a duration like 1s (0 or negative: never), got %q", v)
+		}
+		l.releaseIdle = d
+		if d == 0 {
+			l.releaseIdle = -1
+		}
 	}
 	if v := getenv("GOAI_RATE"); v != "" {
 		r, err := strconv.ParseFloat(v, 64)

@@ -87,3 +87,28 @@ func TestParseRetention(t *testing.T) {
 		}
 	}
 }
+
+func TestReleaseIdleAfterSetting(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 0, "2s": 2 * time.Second, "250ms": 250 * time.Millisecond, "0": -1, "-1": -1, "-1s": -time.Second} {
+		l, err := loadServeLimits(func(k string) string {
+			if k == "GOAI_RELEASE_IDLE_AFTER" {
+				return v
+			}
+			return ""
+		})
+		if err != nil || l.releaseIdle != want {
+			t.Errorf("GOAI_RELEASE_IDLE_AFTER=%q: %v, %v; want %v", v, l.releaseIdle, err, want)
+		}
+	}
+	for _, bad := range []string{"5", "soon", "1 s"} {
+		_, err := loadServeLimits(func(k string) string {
+			if k == "GOAI_RELEASE_IDLE_AFTER" {
+				return bad
+			}
+			return ""
+		})
+		if err == nil || !strings.Contains(err.Error(), "GOAI_RELEASE_IDLE_AFTER") {
+			t.Errorf("GOAI_RELEASE_IDLE_AFTER=%q: %v, want an error naming it", bad, err)
+		}
+	}
+}

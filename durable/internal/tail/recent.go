@@ -150,6 +150,19 @@ func (c *Recent) ended(runID string, pos int64) bool {
 	return l != nil && l.closed && pos == l.first+int64(len(l.entries))-1
 }
 
+// holds reports that the cache knows runID's log to have an entry seq
+// (seq 0: any log): a read resuming after seq needs no query to learn that
+// the log exists and seq is not past its tail.
+func (c *Recent) holds(runID string, seq int64) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.logs[runID]
+	return l != nil && seq <= l.first+int64(len(l.entries))-1
+}
+
 // fromStart reports that the cache holds runID's log from its first entry
 // on (or knows it closed empty): a read from the start needs no query to
 // learn that the log exists.

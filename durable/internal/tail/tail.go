@@ -215,6 +215,11 @@ func (t *Reader) start(ctx context.Context, runID, after string) (int64, error) 
 		if err != nil {
 			return 0, err
 		}
+		if t.Recent.holds(runID, seq) {
+			// A resume of a log appended here lately (a stream taken over
+			// from net/http continues so after its first entries).
+			return seq, nil
+		}
 		st, err := t.Query(ctx, runID, 0, 0)
 		switch {
 		case err != nil:

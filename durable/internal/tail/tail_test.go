@@ -2,6 +2,7 @@ package tail
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,11 +18,14 @@ type fakeLog struct {
 	entries [][]byte
 	closed  bool
 	queries atomic.Int64 // queries for entries (limit > 0)
+	states  atomic.Int64 // queries for the log's state only
 }
 
 func (f *fakeLog) query(ctx context.Context, runID string, after int64, limit int) (*State, error) {
 	if limit > 0 {
 		f.queries.Add(1)
+	} else {
+		f.states.Add(1)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -111,5 +115,43 @@ func TestWaitTakenWithEntriesIsNotWokenForThem(t *testing.T) {
 	case <-w2.C:
 	default:
 		t.Fatal("the next Add did not wake the tailer")
+	}
+}
+
+// A read resuming after an offset of a log the cache holds (a stream taken
+// over from net/http continues so) starts without a query; past the
+// cache's tail it asks the store, which refuses an offset from the future.
+func TestResumeFromTheCacheNeverQueries(t *testing.T) {
+	var hub notify.Hub
+	f := &fakeLog{entries: batch(1, 3)}
+	r := &Reader{Scheme: "t", Page: 64, Hub: &hub, Closed: func() bool { return false }, Query: f.query,
+		Recent: &Recent{Wakes: &hub}}
+	r.Recent.Add("t", "r", 1, batch(1, 3))
+	var got []string
+	for es, err := range r.ReadBatches(t.Context(), "r", durable.FormatOffset("t", "r", 2)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			got = append(got, string(e.Data))
+		}
+		f.mu.Lock()
+		f.closed = true
+		f.mu.Unlock()
+		r.Recent.Closed("r", 3)
+	}
+	if len(got) != 1 || got[0] != string(batch(3, 1)[0]) {
+		t.Fatalf("read %q after the second entry, want the third", got)
+	}
+	if q, s := f.queries.Load(), f.states.Load(); q+s != 0 {
+		t.Fatalf("a resume inside the cache queried the store %d times (%d for the state)", q+s, s)
+	}
+	for _, err := range r.ReadBatches(t.Context(), "r", durable.FormatOffset("t", "r", 5)) {
+		if !errors.Is(err, durable.ErrInvalidOffset) {
+			t.Fatalf("a resume past the log's tail: %v, want an invalid offset", err)
+		}
+	}
+	if f.states.Load() == 0 {
+		t.Fatal("a resume past the cache's tail did not ask the store")
 	}
 }
