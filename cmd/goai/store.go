@@ -83,7 +83,10 @@ func sqliteOptions() (*sqlite.Options, error) {
 	if gap < 0 || gap > maxCommitGap {
 		return nil, fmt.Errorf("GOAI_COMMIT_GAP: %v is out of range (0 to %v)", gap, maxCommitGap)
 	}
-	return &sqlite.Options{WALLimit: walLimit, CommitGap: gap}, nil
+	// One process has the file: a second goai serve on it fails at once
+	// (several replicas share Postgres), and the store's readers may trust
+	// its cache of recent entries.
+	return &sqlite.Options{WALLimit: walLimit, CommitGap: gap, OneProcess: true}, nil
 }
 
 // redactURL hides a password in a store URL for logs.

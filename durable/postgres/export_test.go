@@ -20,3 +20,10 @@ func CountReadQueries(s *Store) *atomic.Int64 {
 	}
 	return n
 }
+
+// NextWake returns a channel closed by the next wake-up of runID's
+// tailers on s (an append here, or another store's notification).
+func NextWake(s *Store, runID string) (woken <-chan struct{}, release func()) {
+	w := s.hub.Wait(runID)
+	return w.C, w.Release
+}

@@ -89,7 +89,7 @@ func (s *Store) commitOne(r *appendReq) {
 		s.counted(1)
 	}
 	if err != nil || r.res.code != "ok" {
-		s.own.withdraw(r.runID, &s.hub)
+		s.own.withdraw(r.runID, s.appendedElsewhere)
 	}
 	close(r.done)
 }
@@ -129,7 +129,7 @@ func (s *Store) commitGroup(group []*appendReq) {
 			stored = stored || group[j].res.code == "ok"
 		}
 		if err != nil || !stored {
-			s.own.withdraw(group[i].runID, &s.hub)
+			s.own.withdraw(group[i].runID, s.appendedElsewhere)
 		}
 		i = j
 	}

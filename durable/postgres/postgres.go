@@ -268,8 +268,10 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		return nil, fmt.Errorf("durable/postgres: listen: %w", err)
 	}
 	s.recent.Wakes = &s.hub
+	// Another store's append reaches this one as a notification, which
+	// forgets the log's cached tail before it wakes (appendedElsewhere).
 	s.tail = tail.Reader{
-		Scheme: scheme, Page: s.opts.ReadPage,
+		CachedTails: true, Scheme: scheme, Page: s.opts.ReadPage,
 		FirstChunkDeadline: s.opts.FirstChunkDeadline,
 		Hub:                &s.hub, Closed: s.isClosed, Query: s.query, Recent: &s.recent,
 	}
@@ -341,8 +343,10 @@ func (s *Store) listenOnce(cfg *pgx.ConnConfig, listening func()) error {
 	if _, err := conn.Exec(s.ctx, "LISTEN "+pgx.Identifier{s.opts.Channel}.Sanitize()); err != nil {
 		return err
 	}
-	// Anything committed while we were not listening was missed.
+	// Anything committed while we were not listening was missed: the
+	// cache of recent entries may lack another store's appends.
 	s.own.reset()
+	s.recent.Clear()
 	s.hub.WakeAll()
 	listening()
 	for {
@@ -352,11 +356,21 @@ func (s *Store) listenOnce(cfg *pgx.ConnConfig, listening func()) error {
 		}
 		switch {
 		case n.Payload == "":
+			s.recent.Clear()
 			s.hub.WakeAll()
 		case !s.own.received(n.Payload):
-			s.hub.Wake(n.Payload)
+			s.appendedElsewhere(n.Payload)
 		}
 	}
+}
+
+// appendedElsewhere wakes runID's tailers for an append this store did not
+// make: the cache of recent entries no longer holds the log's tail, so it
+// forgets the log first (a tailer at the cached tail would otherwise park
+// without a query).
+func (s *Store) appendedElsewhere(runID string) {
+	s.recent.Forget(runID)
+	s.hub.Wake(runID)
 }
 
 func (s *Store) checkOpen() error {

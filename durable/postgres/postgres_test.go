@@ -160,6 +160,38 @@ func TestNotifyWakesOtherInstance(t *testing.T) {
 	}
 }
 
+// A store forgets its cache of a log another store appended to: a reader
+// resuming at the tail it had cached must find the other store's entries,
+// not park on a tail that is no longer one (the notification that told of
+// them came before the read began).
+func TestResumeAfterAnotherStoresAppend(t *testing.T) {
+	cs := newSchema(t)
+	a := open(t, cs, nil)
+	b := open(t, cs, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	offs, err := a.Append(ctx, "r", [][]byte{[]byte("1"), []byte("2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	woken, release := postgres.NextWake(a, "r")
+	defer release()
+	if _, err := b.Append(ctx, "r", [][]byte{[]byte("3")}); err != nil {
+		t.Fatal(err)
+	}
+	<-woken // a heard of b's append
+	for e, err := range a.Read(ctx, "r", offs[1]) {
+		if err != nil {
+			t.Fatalf("resuming after a's tail: %v", err)
+		}
+		if string(e.Data) != "3" {
+			t.Fatalf("resumed at %q, want b's entry", e.Data)
+		}
+		return
+	}
+	t.Fatal("the read ended without b's entry")
+}
+
 // When the listening connection dies, the Store reconnects, wakes every
 // reader (notifications may have been missed) and keeps delivering.
 func TestListenerReconnects(t *testing.T) {

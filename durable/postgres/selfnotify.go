@@ -1,10 +1,6 @@
 package postgres
 
-import (
-	"sync"
-
-	"github.com/goai-sdk/goai/durable/internal/notify"
-)
+import "sync"
 
 // ownNotices counts, per run, the notifications this store's own appends
 // have sent (or are about to send, their transaction not yet committed)
@@ -40,9 +36,10 @@ func (o *ownNotices) expect(runID string) {
 }
 
 // withdraw takes back an expected notification that was not sent (the
-// transaction failed, or the append stored nothing), waking runID's
-// tailers if the listener has skipped a notification on its account.
-func (o *ownNotices) withdraw(runID string, hub *notify.Hub) {
+// transaction failed, or the append stored nothing), calling wake (another
+// store's append: Store.appendedElsewhere) if the listener has skipped a
+// notification on its account.
+func (o *ownNotices) withdraw(runID string, wake func(runID string)) {
 	if !notifiable(runID) {
 		return
 	}
@@ -53,7 +50,7 @@ func (o *ownNotices) withdraw(runID string, hub *notify.Hub) {
 	}
 	o.mu.Unlock()
 	if skipped {
-		hub.Wake(runID)
+		wake(runID)
 	}
 }
 

@@ -29,7 +29,7 @@ func TestOwnNotices(t *testing.T) {
 
 	// Sent nothing (a failed commit): withdrawn, nothing to make up for.
 	own.expect("r")
-	if woken("r", func() { own.withdraw("r", &hub) }) {
+	if woken("r", func() { own.withdraw("r", hub.Wake) }) {
 		t.Fatal("withdrawing an unreceived notification woke the tailers")
 	}
 	if own.received("r") {
@@ -42,7 +42,7 @@ func TestOwnNotices(t *testing.T) {
 	if !own.received("r") {
 		t.Fatal("not skipped")
 	}
-	if !woken("r", func() { own.withdraw("r", &hub) }) {
+	if !woken("r", func() { own.withdraw("r", hub.Wake) }) {
 		t.Fatal("a notification skipped on a withdrawn count was not made up for")
 	}
 
@@ -52,7 +52,7 @@ func TestOwnNotices(t *testing.T) {
 	if own.received(long) {
 		t.Fatal("an empty payload's notification was expected")
 	}
-	if woken(long, func() { own.withdraw(long, &hub) }) {
+	if woken(long, func() { own.withdraw(long, hub.Wake) }) {
 		t.Fatal("withdrawing a notification never counted woke the tailers")
 	}
 

@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,15 @@ type Options struct {
 	// ReadPage is how many entries a reader fetches per query. Zero means
 	// 512.
 	ReadPage int
+	// OneProcess promises that no other process (or other Store) writes
+	// the file while this store has it open, and keeps that promise: Open
+	// takes an exclusive lock on the file (flock, on Unix systems) and
+	// fails with ErrInUse if another holds it. A reader starting at the
+	// tail of a log this store appended lately (a client's reconnect, a
+	// stream a server took over from net/http) then waits for the next
+	// append without a query: every append passes through this store's
+	// cache. goai serve sets it.
+	OneProcess bool
 	// PollInterval, if positive, makes parked readers re-check the database
 	// at this interval, for logs written by another process. Zero means
 	// in-process wake-ups only.
@@ -92,6 +102,7 @@ type Store struct {
 	r    *sql.DB   // readers
 	ck   *sql.DB   // the checkpointer's connection
 
+	lock      *os.File // Options.OneProcess: the file's lock, held until Shutdown
 	ckDone    chan struct{}
 	catchUp   chan struct{} // the checkpointer asks the writer to finish its checkpoint
 	walFrames int64         // Options.WALLimit in frames; 0: no limit
@@ -320,6 +331,17 @@ func Open(path string, opts *Options) (*Store, error) {
 		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	}
 	var err error
+	if s.opts.OneProcess && isFile(path) {
+		if s.lock, err = lockOneProcess(path); err != nil {
+			return nil, err
+		}
+	}
+	opened := false
+	defer func() {
+		if !opened && s.lock != nil {
+			s.lock.Close()
+		}
+	}()
 	// journal_size_limit: when the WAL starts over, a file grown past
 	// Options.WALLimit is cut back to it, so that a burst leaves none
 	// larger.
@@ -370,7 +392,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.recent.Wakes = &s.hub
 	s.tail = tail.Reader{
-		Scheme: scheme, Page: s.opts.ReadPage, Poll: s.opts.PollInterval,
+		CachedTails: s.lock != nil, Scheme: scheme, Page: s.opts.ReadPage, Poll: s.opts.PollInterval,
 		FirstChunkDeadline: s.opts.FirstChunkDeadline,
 		Hub:                &s.hub, Closed: s.isClosed, Query: s.query, Recent: &s.recent,
 	}
@@ -382,8 +404,13 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	go s.writer()
 	go s.checkpointer()
+	opened = true
 	return s, nil
 }
+
+// ErrInUse is Open's error when Options.OneProcess finds the file locked
+// by another process or store.
+var ErrInUse = errors.New("database in use")
 
 // checkpointInterval is how often the checkpointer copies the WAL back
 // into the database.
@@ -451,8 +478,17 @@ func (s *Store) Shutdown() error {
 		s.hub.Close()
 		s.st.close()
 		err = errors.Join(s.wc.Close(), s.w.Close(), s.r.Close(), s.ck.Close())
+		if s.lock != nil {
+			err = errors.Join(err, s.lock.Close())
+		}
 	})
 	return err
+}
+
+// isFile reports whether path names a database file (not an in-memory
+// database).
+func isFile(path string) bool {
+	return path != "" && !strings.Contains(path, ":memory:") && !strings.Contains(path, "mode=memory")
 }
 
 func (s *Store) isClosed() bool {

@@ -53,6 +53,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceOneProcess runs the log conformance with the file locked
+// to one store, whose readers trust its cache of recent entries (no
+// second instance: the lock refuses it).
+func TestConformanceOneProcess(t *testing.T) {
+	durabletest.Run(t, func(t *testing.T) durable.Log {
+		return openWith(t, filepath.Join(t.TempDir(), "durable.db"), &sqlite.Options{OneProcess: true})
+	}, nil)
+}
+
 // TestConformanceJournalCompacting runs the log conformance with a journal
 // compacted every few rows and a commit gap, so that reads, tails and
 // closes meet entries split between the journal and goai_chunks, moved

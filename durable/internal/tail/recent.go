@@ -179,13 +179,21 @@ func (c *Recent) fromStart(runID string) bool {
 // waitAfter takes a wait of runID's tailers on hub and returns the cached
 // entries after seq pos (see after), in one step with the cache's
 // wake-ups (Wakes).
-func (c *Recent) waitAfter(hub *notify.Hub, runID string, pos int64) (notify.Waiter, []durable.Entry) {
+//
+// atTail reports that pos is the last entry of the log as the cache knows
+// it, open: with nothing cached after pos, nothing is there to read until
+// a wake-up. The cache is the log's tail because every append of this
+// process passes through it and a store forgets a log another process
+// appended to (Forget, Clear) before it wakes its tailers.
+func (c *Recent) waitAfter(hub *notify.Hub, runID string, pos int64) (w notify.Waiter, after []durable.Entry, atTail bool) {
 	if c == nil {
-		return hub.Wait(runID), nil
+		return hub.Wait(runID), nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return hub.Wait(runID), c.afterLocked(runID, pos)
+	l := c.logs[runID]
+	atTail = l != nil && !l.closed && pos == l.first+int64(len(l.entries))-1
+	return hub.Wait(runID), c.afterLocked(runID, pos), atTail
 }
 
 // after returns the cached entries of runID after seq pos, nil unless the

@@ -35,6 +35,12 @@ type key struct {
 
 // Reader reads logs for one store. Set the fields before the first Read.
 type Reader struct {
+	// CachedTails promises that Recent holds the tail of every log it
+	// holds: each append reaches it, or the store forgets the log (Forget,
+	// Clear) before it wakes the log's tailers. A read starting at the
+	// cached tail of an open log then waits for a wake-up without a query.
+	// A store that other processes may append to unseen leaves it false.
+	CachedTails bool
 	// Scheme is the offset scheme of the store (durable.FormatOffset).
 	Scheme string
 	// Page is how many entries one query fetches.
@@ -95,10 +101,14 @@ func (t *Reader) ReadBatches(ctx context.Context, runID, after string) iter.Seq2
 				held.Release()
 			}
 		}()
-		for {
-			w, cached := t.Recent.waitAfter(t.Hub, runID, pos)
+		for first := true; ; first = false {
+			w, cached, atTail := t.Recent.waitAfter(t.Hub, runID, pos)
 			wake := w.C
-			quiet := holding && wake == held.C
+			// A read that starts at the cached tail of a log appended
+			// here (a reconnect, a stream taken over from net/http) parks
+			// without a query too, if nothing appends unseen
+			// (CachedTails): whatever is appended next wakes it.
+			quiet := holding && wake == held.C || first && atTail && t.CachedTails
 			if holding {
 				held.Release()
 				holding = false

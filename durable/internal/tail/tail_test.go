@@ -3,6 +3,7 @@ package tail
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -89,7 +90,7 @@ func TestTailerInStepNeverQueries(t *testing.T) {
 func TestWaitTakenWithEntriesIsNotWokenForThem(t *testing.T) {
 	var hub notify.Hub
 	c := &Recent{Wakes: &hub}
-	w1, es := c.waitAfter(&hub, "r", 0)
+	w1, es, _ := c.waitAfter(&hub, "r", 0)
 	defer w1.Release()
 	if es != nil {
 		t.Fatalf("entries of an empty cache: %v", es)
@@ -100,7 +101,7 @@ func TestWaitTakenWithEntriesIsNotWokenForThem(t *testing.T) {
 	default:
 		t.Fatal("Add did not wake the waiting tailer")
 	}
-	w2, es := c.waitAfter(&hub, "r", 0)
+	w2, es, _ := c.waitAfter(&hub, "r", 0)
 	defer w2.Release()
 	if got := seqs(t, es); len(got) != 1 || got[0] != "e1" {
 		t.Fatalf("cached entries %v, want e1", got)
@@ -153,5 +154,43 @@ func TestResumeFromTheCacheNeverQueries(t *testing.T) {
 	}
 	if f.states.Load() == 0 {
 		t.Fatal("a resume past the cache's tail did not ask the store")
+	}
+}
+
+// A read starting at the cached tail of an open log (a reconnect, a stream
+// taken over from net/http) waits for the next append without asking the
+// store: every append of this process passes through the cache.
+func TestResumeAtTheCachedTailWaitsWithoutQuery(t *testing.T) {
+	var hub notify.Hub
+	f := &fakeLog{entries: batch(1, 3)}
+	r := &Reader{CachedTails: true, Scheme: "t", Page: 64, Hub: &hub, Closed: func() bool { return false }, Query: f.query,
+		Recent: &Recent{Wakes: &hub}}
+	r.Recent.Add("t", "r", 1, batch(1, 3))
+	got := make(chan string, 1)
+	go func() {
+		for es, err := range r.ReadBatches(t.Context(), "r", durable.FormatOffset("t", "r", 3)) {
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			got <- string(es[0].Data)
+			return
+		}
+	}()
+	for hub.Waiters() == 0 { // the read parked
+		runtime.Gosched()
+	}
+	if q, s := f.queries.Load(), f.states.Load(); q+s != 0 {
+		t.Fatalf("a read at the cached tail queried the store %d times (%d for the state)", q+s, s)
+	}
+	f.mu.Lock()
+	f.entries = append(f.entries, batch(4, 1)...)
+	f.mu.Unlock()
+	r.Recent.Add("t", "r", 4, batch(4, 1))
+	if g := <-got; g != string(batch(4, 1)[0]) {
+		t.Fatalf("woken with %q, want the fourth entry", g)
+	}
+	if q := f.queries.Load(); q != 0 {
+		t.Fatalf("the woken read queried the store %d times for a cached entry", q)
 	}
 }
