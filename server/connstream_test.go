@@ -253,3 +253,38 @@ func TestTakenOverConnectionKeepsPipelinedRequests(t *testing.T) {
 		})
 	}
 }
+
+// An NDJSON stream is taken over as an SSE one is: the same frames, every
+// entry once, in order, across the takeover.
+func TestTakenOverNDJSONStream(t *testing.T) {
+	model := newGateModel()
+	store := durable.NewMemory(nil)
+	e := newItemEnv(t, store, model, nil)
+	res := post(t, context.Background(), e.url()+"?format=ndjson", map[string]string{"X-Run-Id": "r1"}, chatBody("t1", "r1"))
+	defer res.Body.Close()
+	var got bytes.Buffer
+	br := bufio.NewReader(io.TeeReader(res.Body, &got))
+	readLine(t, br, `"delta":"first "`)
+	<-model.parked
+	waitFor(t, "the waiting stream taken over", func() bool { return metric(t, e.h, "goai_streams_taken_over") == 1 })
+	close(model.gate)
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Fatalf("the taken-over stream's body: %v", err)
+	}
+	var fs []agui.Frame
+	for f, err := range agui.ReadNDJSON(&got) {
+		if err != nil {
+			t.Fatalf("reading NDJSON: %v", err)
+		}
+		fs = append(fs, f)
+	}
+	all := logEvents(t, store, "r1")
+	if len(fs) != len(all) || !strings.Contains(string(fs[len(fs)-1].Data), `"RUN_FINISHED"`) {
+		t.Fatalf("%d frames, the log has %d entries", len(fs), len(all))
+	}
+	for i, f := range fs {
+		if want := fmt.Sprintf(":%d", i+1); !strings.HasSuffix(f.ID, want) {
+			t.Fatalf("frame %d has id %q, want the log's entry %d", i, f.ID, i+1)
+		}
+	}
+}

@@ -7,12 +7,16 @@ import (
 	"github.com/goai-sdk/goai/durable/internal/notify"
 )
 
-// Recent bounds: the entries kept per log, and the logs kept at once (past
-// it the cache starts afresh, which costs tailers a query each: logs
-// closed by another process are never forgotten otherwise).
+// Recent bounds: the entries kept per log, and the logs kept at once. Past
+// the latter the cache drops the markers of closed logs, and starts
+// afresh if open logs alone fill most of it, which costs their tailers a
+// query each (logs closed by another process are never forgotten
+// otherwise). It is above the runs one server holds open at once (10,000
+// in the scaling benchmark): every append to a log the cache lost costs
+// each of its tailers a query.
 const (
 	recentEntries = 64
-	recentLogs    = 4096
+	recentLogs    = 16384
 )
 
 // Recent keeps the last entries this process appended to each open log, so
@@ -69,7 +73,7 @@ func (c *Recent) add(scheme, runID string, first int64, batch [][]byte, copied b
 	l := c.logs[runID]
 	if l == nil {
 		if len(c.logs) >= recentLogs {
-			clear(c.logs)
+			c.evictLocked()
 		}
 		if c.logs == nil {
 			c.logs = map[string]*recentLog{}
@@ -117,12 +121,25 @@ func (c *Recent) Closed(runID string, last int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.logs[runID]; !ok && len(c.logs) >= recentLogs {
-		clear(c.logs)
+		c.evictLocked()
 	}
 	if c.logs == nil {
 		c.logs = map[string]*recentLog{}
 	}
 	c.logs[runID] = &recentLog{first: last + 1, closed: true}
+}
+
+// evictLocked makes room: it drops the markers of closed logs, and every
+// log if open ones still fill three quarters of the cache.
+func (c *Recent) evictLocked() {
+	for id, l := range c.logs {
+		if l.closed {
+			delete(c.logs, id)
+		}
+	}
+	if len(c.logs) >= recentLogs*3/4 {
+		clear(c.logs)
+	}
 }
 
 // Forget drops runID's entries (its log was upserted).

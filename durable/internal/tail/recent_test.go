@@ -148,3 +148,33 @@ func TestRecentClosed(t *testing.T) {
 		t.Fatal("a log started afresh is still closed")
 	}
 }
+
+// A full cache drops the markers of closed logs before anything else: the
+// open logs' tailers keep reading from it.
+func TestRecentEvictsClosedLogsFirst(t *testing.T) {
+	var c Recent
+	c.Add("t", "open", 1, batch(1, 2))
+	for i := range recentLogs - 1 {
+		c.Closed(fmt.Sprintf("closed-%d", i), 1)
+	}
+	c.Add("t", "new", 1, batch(1, 1)) // the cache is full: evicts
+	if !c.holds("open", 2) || !c.holds("new", 1) {
+		t.Fatal("an open log was evicted while closed markers filled the cache")
+	}
+	if c.ended("closed-0", 1) {
+		t.Fatal("a closed marker outlived the eviction")
+	}
+	// Open logs alone filling the cache start it afresh.
+	for i := range recentLogs {
+		c.Add("t", fmt.Sprintf("busy-%d", i), 1, batch(1, 1))
+	}
+	if c.holds("open", 2) {
+		t.Fatal("a cache full of open logs kept growing")
+	}
+	c.mu.Lock()
+	n := len(c.logs)
+	c.mu.Unlock()
+	if n > recentLogs {
+		t.Fatalf("%d logs cached, bound %d", n, recentLogs)
+	}
+}
