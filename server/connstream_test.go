@@ -74,6 +74,38 @@ func metric(t *testing.T, h http.Handler, name string) int64 {
 	return v
 }
 
+// readTakenOver reads res's body until the first token, waits for the
+// stream to be taken over, opens the model's gate and returns the whole
+// body read.
+func readTakenOver(t *testing.T, h http.Handler, model *gateModel, body io.Reader) *bytes.Buffer {
+	t.Helper()
+	var got bytes.Buffer
+	br := bufio.NewReader(io.TeeReader(body, &got))
+	readLine(t, br, `"delta":"first "`)
+	<-model.parked
+	waitFor(t, "the waiting stream taken over", func() bool { return metric(t, h, "goai_streams_taken_over") == 1 })
+	close(model.gate)
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Fatalf("the taken-over stream's body: %v", err)
+	}
+	return &got
+}
+
+// checkWholeLog checks that fs are every entry of run r1's log in store,
+// once, in order, ending with RUN_FINISHED.
+func checkWholeLog(t *testing.T, fs []agui.Frame, store durable.Store) {
+	t.Helper()
+	all := logEvents(t, store, "r1")
+	if len(fs) != len(all) || len(fs) == 0 || !strings.Contains(string(fs[len(fs)-1].Data), `"RUN_FINISHED"`) {
+		t.Fatalf("%d frames, the log has %d entries: %+v", len(fs), len(all), fs)
+	}
+	for i, f := range fs {
+		if want := fmt.Sprintf(":%d", i+1); !strings.HasSuffix(f.ID, want) {
+			t.Fatalf("frame %d has id %q, want the log's entry %d", i, f.ID, i+1)
+		}
+	}
+}
+
 // readLine reads SSE lines from br until one contains s.
 func readLine(t *testing.T, br *bufio.Reader, s string) {
 	t.Helper()
@@ -108,27 +140,8 @@ func TestWaitingStreamIsTakenOverAndItsConnectionKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer res.Body.Close()
-			var got bytes.Buffer
-			br := bufio.NewReader(io.TeeReader(res.Body, &got))
-			readLine(t, br, `"delta":"first "`)
-			<-model.parked
-			waitFor(t, "the waiting stream taken over", func() bool { return metric(t, e.h, "goai_streams_taken_over") == 1 })
-
-			close(model.gate)
-			if _, err := io.Copy(io.Discard, br); err != nil {
-				t.Fatalf("the taken-over stream's body: %v", err)
-			}
-			// Every entry of the log, once, in order.
-			fs := frames(t, &got)
+			checkWholeLog(t, frames(t, readTakenOver(t, e.h, model, res.Body)), store)
 			all := logEvents(t, store, "r1")
-			if len(fs) != len(all) || !strings.Contains(string(fs[len(fs)-1].Data), `"RUN_FINISHED"`) {
-				t.Fatalf("%d frames, the log has %d entries; last %q", len(fs), len(all), fs[len(fs)-1].Data)
-			}
-			for i, f := range fs {
-				if want := fmt.Sprintf(":%d", i+1); !strings.HasSuffix(f.ID, want) {
-					t.Fatalf("frame %d has id %q, want the log's entry %d", i, f.ID, i+1)
-				}
-			}
 			res.Body.Close()
 			waitFor(t, "the stream forgotten", func() bool { return metric(t, e.h, "goai_streams_taken_over") == 0 })
 
@@ -262,29 +275,12 @@ func TestTakenOverNDJSONStream(t *testing.T) {
 	e := newItemEnv(t, store, model, nil)
 	res := post(t, context.Background(), e.url()+"?format=ndjson", map[string]string{"X-Run-Id": "r1"}, chatBody("t1", "r1"))
 	defer res.Body.Close()
-	var got bytes.Buffer
-	br := bufio.NewReader(io.TeeReader(res.Body, &got))
-	readLine(t, br, `"delta":"first "`)
-	<-model.parked
-	waitFor(t, "the waiting stream taken over", func() bool { return metric(t, e.h, "goai_streams_taken_over") == 1 })
-	close(model.gate)
-	if _, err := io.Copy(io.Discard, br); err != nil {
-		t.Fatalf("the taken-over stream's body: %v", err)
-	}
 	var fs []agui.Frame
-	for f, err := range agui.ReadNDJSON(&got) {
+	for f, err := range agui.ReadNDJSON(readTakenOver(t, e.h, model, res.Body)) {
 		if err != nil {
 			t.Fatalf("reading NDJSON: %v", err)
 		}
 		fs = append(fs, f)
 	}
-	all := logEvents(t, store, "r1")
-	if len(fs) != len(all) || !strings.Contains(string(fs[len(fs)-1].Data), `"RUN_FINISHED"`) {
-		t.Fatalf("%d frames, the log has %d entries", len(fs), len(all))
-	}
-	for i, f := range fs {
-		if want := fmt.Sprintf(":%d", i+1); !strings.HasSuffix(f.ID, want) {
-			t.Fatalf("frame %d has id %q, want the log's entry %d", i, f.ID, i+1)
-		}
-	}
+	checkWholeLog(t, fs, store)
 }
