@@ -57,10 +57,13 @@ func newItemEnv(t *testing.T, store durable.Store, adapter chat.Adapter, mod fun
 	mux.Handle("/api/chat/cancel", e.h)
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(func() {
-		e.srv.Close()
+		// The handler's taken-over streams end before the test server
+		// closes: a connection handed back to it while its Close waits
+		// would race with that wait.
 		e.h.StopAll(context.Canceled)
 		e.h.Wait()
 		e.h.Shutdown(t.Context())
+		e.srv.Close()
 	})
 	return e
 }

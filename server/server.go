@@ -183,9 +183,10 @@ func (h *Handler) Wait() { h.prod.wg.Wait() }
 // over from net/http (Config.ReleaseIdleAfter; http.Server's
 // Shutdown and Close do not see those). It waits for them to end with
 // their logs until ctx is done, then cuts the rest short, so that their
-// clients resume elsewhere, and returns ctx's error. Call it after
-// http.Server.Shutdown, once the runs produced here had their chance to
-// end (Wait, StopAll).
+// clients resume elsewhere, and returns ctx's error. Call it once the runs
+// produced here had their chance to end (Wait, StopAll): after
+// http.Server.Shutdown, but before an httptest.Server's Close, whose wait
+// for its connections must not see one handed back meanwhile.
 func (h *Handler) Shutdown(ctx context.Context) error {
 	return h.conns.shutdown(ctx)
 }

@@ -71,10 +71,13 @@ func newEnv(t *testing.T, sc *scripted.Scenario, store durable.Store, mws ...*ch
 	mux.Handle("/api/chat/cancel", e.h)
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(func() {
-		e.srv.Close()
+		// The handler's taken-over streams end before the test server
+		// closes: a connection handed back to it while its Close waits
+		// would race with that wait.
 		e.h.StopAll(context.Canceled)
 		e.h.Wait()
 		e.h.Shutdown(t.Context())
+		e.srv.Close()
 	})
 	return e
 }
