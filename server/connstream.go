@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -54,7 +55,8 @@ const stalledWrite = time.Minute
 // connStream is a durable stream whose connection the handler owns.
 type connStream struct {
 	conn    net.Conn
-	srv     *http.Server // the server that accepted conn, if known
+	stall   time.Duration // bounds one write (stalledWrite)
+	srv     *http.Server  // the server that accepted conn, if known
 	format  agui.Format
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -143,7 +145,7 @@ func (h *Handler) takeOver(w http.ResponseWriter, r *http.Request, format agui.F
 		conn = &sentConn{Conn: conn, sent: bytes.Clone(early)}
 	}
 	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
-	cs := &connStream{conn: conn, srv: srv, format: format}
+	cs := &connStream{conn: conn, srv: srv, format: format, stall: cmp.Or(h.conns.stall, stalledWrite)}
 	cs.ctx, cs.cancel = context.WithCancelCause(context.Background())
 	if !h.conns.add(cs) {
 		cs.cancel(errHandlerClosed)
@@ -180,7 +182,7 @@ func (cs *connStream) send(es []durable.Entry) error {
 	if size == 0 {
 		return nil // an empty chunk would end the body
 	}
-	_ = cs.conn.SetWriteDeadline(time.Now().Add(stalledWrite))
+	_ = cs.conn.SetWriteDeadline(time.Now().Add(cs.stall))
 	_, err := cs.conn.Write(b[at:])
 	if cap(b) > 4<<10 {
 		cs.buf = nil // a catch-up's buffer is not kept by a waiting stream
@@ -223,7 +225,7 @@ func (h *Handler) endFollow(cs *connStream, runID string, disc *chat.RunDisconne
 		// body ends.
 		h.cfg.Logger.Error("reading the run log", "runId", runID, "error", err)
 	}
-	_ = cs.conn.SetWriteDeadline(time.Now().Add(stalledWrite))
+	_ = cs.conn.SetWriteDeadline(time.Now().Add(cs.stall))
 	_, werr := cs.conn.Write([]byte("0\r\n\r\n"))
 	cs.ended = werr == nil
 	return err == nil, false
@@ -311,6 +313,7 @@ func (l *handedConn) Addr() net.Addr { return l.conn.LocalAddr() }
 
 // connStreams are the streams a handler took over.
 type connStreams struct {
+	stall  time.Duration // stalledWrite if zero (tests shorten it)
 	mu     sync.Mutex
 	open   map[*connStream]struct{}
 	closed bool
