@@ -103,11 +103,16 @@ func Example_durable() {
 		},
 		Store: durable.NewMemory(nil),
 	})
-	defer h.Wait()
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", h)
 	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	defer func() {
+		h.Wait() // the runs end into their logs
+		// Streams that waited long enough to be taken over from net/http
+		// (Config.ReleaseIdleAfter) end with their logs.
+		_ = h.Shutdown(context.Background())
+		srv.Close()
+	}()
 
 	post := func(lastEventID string) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/chat", strings.NewReader(exampleBody))
