@@ -20,6 +20,10 @@
 # env: STREAMS="10 100 1000 10000" KINDS="goai-plain goai-sqlite reference"
 #      LOGLEN_SIZES=1000,10000,100000,1000000 PG_LOGLEN_SIZES=1000,10000,100000
 #      CLIENTS=200 REPLICAS="1 2 4" TIMEOUT=5m (per streams run) GOAI_BENCH_OUT=dir
+#      GOAI=binary (instead of building the working tree's: another commit's,
+#      or a `go build -tags pprof` one)
+#      PROFILE=seconds (streams, with a -tags pprof GOAI: a CPU profile of each
+#      goai server's first seconds, $out/cpu-KIND-STREAMS.pprof)
 # Postgres comes from scripts/setup-postgres.sh (database goai_bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +32,7 @@ what=${1:-all}
 out=${GOAI_BENCH_OUT:-$root/bench/out}
 mkdir -p "$out"
 echo "building goai, bench/load and bench/loglen" >&2
-go build -o "$out/goai" ./cmd/goai
+if [ -n "${GOAI:-}" ]; then cp "$GOAI" "$out/goai"; else go build -o "$out/goai" ./cmd/goai; fi
 go build -o "$out/load" ./bench/load
 go build -o "$out/loglen" ./bench/loglen
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -47,10 +51,10 @@ start() {
   local kind=$1 sc=$2 store=${3:-} log="$out/scaling-$1-${#pids[@]}.log"
   : >"$log"
   case $kind in
-    goai-plain) GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;
+    goai-plain) GOAI_PPROF=${pprof_addr:-} GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store none --model "scripted:$sc" >"$log" 2>&1 & ;;
     goai-sqlite)
       rm -rf "$out/scaling-db" && mkdir -p "$out/scaling-db"
-      GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store "sqlite:$out/scaling-db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
+      GOAI_PPROF=${pprof_addr:-} GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store "sqlite:$out/scaling-db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
     goai-postgres) GOAI_LEASE=15s GOAI_MAX_RUNS=0 GOAI_RATE=0 "$out/goai" serve --no-tools --addr 127.0.0.1:0 --store "$store" --model "scripted:$sc" >"$log" 2>&1 & ;;
     reference)
       [ -f bench/reference/node_modules/@tanstack/ai/package.json ] ||
@@ -77,13 +81,21 @@ streams_curve() {
   for n in ${STREAMS:-10 100 1000 10000}; do
     for kind in ${KINDS:-goai-plain goai-sqlite reference}; do
       pids=(); urls=()
+      local prof_pid=
+      pprof_addr=
+      [ -n "${PROFILE:-}" ] && [ "$kind" != reference ] && pprof_addr=127.0.0.1:6061
       start "$kind" "$sc"
+      if [ -n "$pprof_addr" ]; then
+        curl -s -o "$out/cpu-$kind-$n.pprof" "http://$pprof_addr/debug/pprof/profile?seconds=$PROFILE" &
+        prof_pid=$!
+      fi
       local wire=agui ramp=0s
       [ "$kind" = reference ] && wire=tanstack
       [ "$n" -ge 1000 ] && ramp=$(( n / 5000 + 1 ))s
       local line
       line=$("$out/load" -url "${urls[0]}" -pid "${pids[0]}" -clients "$n" -tokens "$tokens" -wire "$wire" \
         -ramp "$ramp" -warmup 5 -timeout "${TIMEOUT:-5m}" -json -label "$kind $n" 2>&1) || true
+      [ -n "$prof_pid" ] && { wait "$prof_pid" || echo "no profile of $kind $n (a -tags pprof GOAI?)" >&2; }
       stop_all
       node -e '
         let r; try { r = JSON.parse(process.argv[1]) } catch { console.log(`| ${process.argv[2]} | ${process.argv[3]} | failed: ${process.argv[1].slice(0, 200).replace(/\n/g, " ")} |`); process.exit(0) }

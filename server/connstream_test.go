@@ -13,17 +13,22 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/durable"
+	"github.com/goai-sdk/goai/server"
 )
 
 // gateModel answers with a first token, then waits for its gate before it
-// finishes: a model between two tokens for as long as a test needs.
+// finishes: a model between two tokens for as long as a test needs. With
+// flood set, it sends that many deltas of 16 KiB after the gate: far more
+// than the socket buffers between a server and its client hold.
 type gateModel struct {
 	parked chan struct{} // one send per call, as it starts waiting
 	gate   chan struct{}
+	flood  int
 }
 
 func newGateModel() *gateModel {
@@ -49,6 +54,12 @@ func (m *gateModel) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2
 		case <-m.gate:
 		case <-ctx.Done():
 			return
+		}
+		chunk := strings.Repeat("x", 16<<10)
+		for range m.flood {
+			if !yield(agui.Event{Type: agui.TextMessageContent, MessageID: "m1", Delta: chunk}, nil) {
+				return
+			}
 		}
 		for _, ev := range []agui.Event{
 			{Type: agui.TextMessageContent, MessageID: "m1", Delta: "second"},
@@ -283,4 +294,39 @@ func TestTakenOverNDJSONStream(t *testing.T) {
 		fs = append(fs, f)
 	}
 	checkWholeLog(t, fs, store)
+}
+
+// A client that stops reading a taken-over stream is let go once a write
+// has stalled for the bound: the stream's goroutine does not wait on it
+// forever, and the run goes on without it (stamped detached, unless it
+// already ended).
+func TestTakenOverStreamLetsAStalledClientGo(t *testing.T) {
+	model := newGateModel()
+	model.flood = 2000 // 32 MB
+	store := durable.NewMemory(nil)
+	e := newItemEnv(t, store, model, nil)
+	server.SetStalledWrite(e.h, 100*time.Millisecond)
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	b := chatBody("t1", "r1")
+	fmt.Fprintf(conn, "POST /api/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Run-Id: r1\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readLine(t, bufio.NewReader(res.Body), `"delta":"first "`)
+	<-model.parked
+	waitFor(t, "the waiting stream taken over", func() bool { return metric(t, e.h, "goai_streams_taken_over") == 1 })
+
+	close(model.gate) // the flood begins; the client reads nothing more
+	waitFor(t, "the stalled stream let go", func() bool { return metric(t, e.h, "goai_streams_taken_over") == 0 })
+	waitFor(t, "the run stamped detached or ended", func() bool {
+		rec, err := store.Get(context.Background(), "r1")
+		return err == nil && (rec.DetachedSince != nil || rec.Status != durable.StatusRunning)
+	})
 }
