@@ -406,7 +406,14 @@ async function stream(runId, res) {
     end = { error: { message: e.message } };
   }
   currentRun = null;
-  await hydrate(false);
+  // A run's record leaves running just after its log ends, so a hydrate in
+  // between still calls the run active, and its transcript lacks what a
+  // failed run's log holds (the partial answer, the error). Until the
+  // record has caught up, the live view stays as it is.
+  for (let i = 0; i < 50; i++) {
+    if (await hydrate(false, end && end.error ? runId : '') !== 'lagging') break;
+    await new Promise(r => setTimeout(r, 40));
+  }
   if (!pending) {
     if (end && end.error) setState(end.error.code === 'cancelled' ? 'cancelled' : 'error', end.error.code === 'cancelled' ? 'cancelled' : 'error: ' + (end.error.message || ''));
     else if (end && end.finished) setState('finished');
@@ -460,13 +467,17 @@ async function rebuild(lastRun) {
   if (!sawError && lastRun.error) addError(lastRun.error.message, lastRun.error.code);
 }
 
-async function hydrate(attach) {
+// hydrate paints the thread's transcript and state; ended names a run
+// whose log just ended in error: if the thread still calls it active,
+// nothing is painted and hydrate answers 'lagging'.
+async function hydrate(attach, ended) {
   let h;
   try {
     const res = await api('/api/chat?threadId=' + encodeURIComponent(threadId));
     if (!res.ok) return;
     h = await res.json();
   } catch (e) { if (!(e instanceof AuthError)) addError('loading the conversation failed: ' + e.message); return; }
+  if (ended && h.activeRun && h.activeRun.runId === ended) return 'lagging';
   render(h.messages || []);
   pending = null;
   const last = h.lastRun;
