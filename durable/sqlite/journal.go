@@ -209,6 +209,9 @@ func (s *Store) checkForeignWrites() error {
 func (s *Store) transactionEnded() {
 	v, err := s.fileVersion()
 	s.jt.version, s.jt.versionKnown = v, err == nil
+	if s.owners != nil {
+		s.owners.ended()
+	}
 }
 
 // appendTail returns the tail of runID's log for an append in tx.

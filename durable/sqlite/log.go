@@ -462,6 +462,11 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 		m, err := res.RowsAffected()
 		n = int(m)
 		return err
-	}, s.recent.Clear)
+	}, func() {
+		s.recent.Clear()
+		if s.owners != nil {
+			s.owners.forgetAll() // a thread's first run may be gone
+		}
+	})
 	return n, err
 }

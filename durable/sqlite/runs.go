@@ -138,6 +138,7 @@ func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (dura
 // createTx records rec unless its run exists, and returns the run as
 // stored.
 func (s *Store) createTx(tx *writeTx, rec durable.RunRecord) (durable.RunRecord, error) {
+	s.addingThread(rec.ThreadID)
 	res, err := tx.Stmt(s.st.runInsert).Exec(runArgs(rec)...)
 	if err != nil {
 		return durable.RunRecord{}, fmt.Errorf("durable/sqlite: create run: %w", err)

@@ -102,10 +102,14 @@ type Store struct {
 	r    *sql.DB   // readers
 	ck   *sql.DB   // the checkpointer's connection
 
-	lock      *os.File // Options.OneProcess: the file's lock, held until Shutdown
-	ckDone    chan struct{}
-	catchUp   chan struct{} // the checkpointer asks the writer to finish its checkpoint
-	walFrames int64         // Options.WALLimit in frames; 0: no limit
+	lock         *os.File      // Options.OneProcess: the file's lock, held until Shutdown
+	owners       *ownerCache   // Options.OneProcess: thread owners from memory (owners.go)
+	ownersLoaded chan struct{} // closed when owners' load has ended
+	// ownerQueries counts ThreadOwner's queries (for the owners' cache's tests).
+	ownerQueries atomic.Int64
+	ckDone       chan struct{}
+	catchUp      chan struct{} // the checkpointer asks the writer to finish its checkpoint
+	walFrames    int64         // Options.WALLimit in frames; 0: no limit
 
 	ops     chan *op
 	urgent  chan *op // lease renewals: taken before ops and the backlog
@@ -402,6 +406,18 @@ func Open(path string, opts *Options) (*Store, error) {
 		err = errors.Join(err, s.wc.Close(), s.w.Close(), s.r.Close(), s.ck.Close())
 		return nil, err
 	}
+	s.ownersLoaded = make(chan struct{})
+	if s.lock != nil {
+		s.owners = newOwnerCache()
+		go func() {
+			defer close(s.ownersLoaded)
+			if err := s.owners.load(s.r, s.stop); err != nil && !s.isClosed() {
+				s.opts.Logger.Warn("durable/sqlite: thread owners are queried: loading the threads failed", "error", err)
+			}
+		}()
+	} else {
+		close(s.ownersLoaded)
+	}
 	go s.writer()
 	go s.checkpointer()
 	opened = true
@@ -475,6 +491,7 @@ func (s *Store) Shutdown() error {
 		close(s.stop)
 		<-s.stopped
 		<-s.ckDone
+		<-s.ownersLoaded
 		s.hub.Close()
 		s.st.close()
 		err = errors.Join(s.wc.Close(), s.w.Close(), s.r.Close(), s.ck.Close())

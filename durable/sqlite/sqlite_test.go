@@ -92,6 +92,20 @@ func TestThreadStoreConformance(t *testing.T) {
 	durabletest.Threads(t, func(t *testing.T) durable.ThreadStore { return newStore(t) })
 }
 
+// With OneProcess the store answers thread owners from memory: the
+// records' and threads' conformance again, on such a store.
+func TestOneProcessRunAndThreadConformance(t *testing.T) {
+	open := func(t *testing.T) *sqlite.Store {
+		return openWith(t, filepath.Join(t.TempDir(), "durable.db"), &sqlite.Options{OneProcess: true})
+	}
+	t.Run("runs", func(t *testing.T) {
+		durabletest.RunStore(t, func(t *testing.T) durable.Store { return open(t) }, nil)
+	})
+	t.Run("threads", func(t *testing.T) {
+		durabletest.Threads(t, func(t *testing.T) durable.ThreadStore { return open(t) })
+	})
+}
+
 // The log and the records survive a restart: reopening the file serves
 // everything, and an open log can be continued and closed.
 func TestSurvivesRestart(t *testing.T) {

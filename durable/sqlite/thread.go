@@ -21,6 +21,7 @@ func (s *Store) SaveThread(ctx context.Context, t durable.Thread) error {
 		interrupts = string(t.Interrupts)
 	}
 	return s.exec(ctx, noRun, func(tx *writeTx) error {
+		s.addingThread(t.ThreadID)
 		_, err := tx.Stmt(s.st.threadPut).Exec(t.ThreadID, string(t.Messages), t.RunID, interrupts, t.UpdatedAt.UnixMilli(), t.Owner)
 		if err != nil {
 			return fmt.Errorf("durable/sqlite: save thread: %w", err)
@@ -62,11 +63,31 @@ func (s *Store) ThreadOwner(ctx context.Context, threadID string) (string, bool,
 	if s.isClosed() {
 		return "", false, durable.ErrStoreClosed
 	}
+	var gen uint64
+	if s.owners != nil {
+		owner, found, known, g := s.owners.lookup(threadID)
+		if known {
+			return owner, found, nil
+		}
+		gen = g
+	}
+	s.ownerQueries.Add(1)
 	var owner sql.NullString
 	if err := s.st.readOwner.QueryRowContext(ctx, threadID).Scan(&owner); err != nil {
 		return "", false, fmt.Errorf("durable/sqlite: thread owner: %w", err)
 	}
+	if s.owners != nil && owner.Valid {
+		s.owners.remember(threadID, owner.String, gen)
+	}
 	return owner.String, owner.Valid, nil
+}
+
+// addingThread tells the owners' cache, if any, that the writer's
+// transaction is about to give thread a row, a run or an owner.
+func (s *Store) addingThread(thread string) {
+	if s.owners != nil {
+		s.owners.adding(thread)
+	}
 }
 
 // ClaimThread implements durable.ThreadClaimer. It runs on the writer, so
@@ -77,6 +98,7 @@ func (s *Store) ClaimThread(ctx context.Context, threadID, owner string) (string
 	}
 	var got string
 	err := s.exec(ctx, noRun, func(tx *writeTx) error {
+		s.addingThread(threadID)
 		res, err := tx.Stmt(s.st.threadClaim).Exec(threadID, s.opts.Now().UnixMilli(), owner)
 		if err != nil {
 			return fmt.Errorf("durable/sqlite: claim thread: %w", err)
