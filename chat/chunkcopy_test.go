@@ -102,3 +102,57 @@ func TestOnChunkReplaceChanges(t *testing.T) {
 		t.Fatalf("%q %v", text, err)
 	}
 }
+
+// A middleware that names its chunk types sees those alone; the others
+// reach the later middleware and the consumer as if it were not there,
+// and one it drops or replaces among its types is dropped or replaced.
+func TestOnChunkTypes(t *testing.T) {
+	var picky, all []agui.EventType
+	choosy := &chat.Middleware{Name: "choosy", ChunkTypes: []agui.EventType{agui.TextMessageContent, agui.Custom},
+		OnChunk: func(_ *chat.Context, ev *agui.Event) (chat.ChunkAction, error) {
+			picky = append(picky, ev.Type)
+			switch ev.Type {
+			case agui.Custom:
+				return chat.Drop(), nil
+			case agui.TextMessageContent:
+				ev.Delta = "HELLO"
+				return chat.Replace(*ev), nil
+			}
+			return chat.Pass, nil
+		}}
+	witness := &chat.Middleware{Name: "witness", OnChunk: func(_ *chat.Context, ev *agui.Event) (chat.ChunkAction, error) {
+		all = append(all, ev.Type)
+		return chat.Pass, nil
+	}}
+	turn := []agui.Event{
+		{Type: agui.RunStarted, ThreadID: "t", RunID: "r"},
+		{Type: agui.TextMessageStart, MessageID: "m", Role: "assistant"},
+		{Type: agui.TextMessageContent, MessageID: "m", Delta: "hello"},
+		{Type: agui.Custom, Name: "progress", Value: json.RawMessage(`{"p":1}`)},
+		{Type: agui.TextMessageEnd, MessageID: "m"},
+		{Type: agui.RunFinished, ThreadID: "t", RunID: "r", FinishReason: "stop"},
+	}
+	a := &chattest.Adapter{Turns: [][]agui.Event{turn}}
+	evs, err := chattest.Collect(t, chat.Options{Adapter: a, Messages: chattest.User("x"), Middleware: []*chat.Middleware{choosy, witness}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []agui.EventType{agui.TextMessageContent, agui.Custom}; !reflect.DeepEqual(picky, want) {
+		t.Fatalf("the choosy middleware saw %v, want %v", picky, want)
+	}
+	if want := []agui.EventType{agui.RunStarted, agui.TextMessageStart, agui.TextMessageContent, agui.TextMessageEnd, agui.RunFinished}; !reflect.DeepEqual(all, want) {
+		t.Fatalf("the next middleware saw %v, want %v (the custom chunk dropped)", all, want)
+	}
+	var text string
+	for _, e := range evs {
+		if e.Type == agui.Custom {
+			t.Fatalf("the dropped chunk reached the consumer: %+v", e)
+		}
+		if e.Type == agui.TextMessageContent {
+			text += e.Delta
+		}
+	}
+	if text != "HELLO" {
+		t.Fatalf("consumer text %q, want the replaced HELLO", text)
+	}
+}

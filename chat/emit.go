@@ -2,6 +2,7 @@ package chat
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/goai-sdk/goai/agui"
@@ -38,6 +39,9 @@ func now() int64 { return time.Now().UnixMilli() }
 func (r *run) chunkChain(ev *agui.Event, i int, modelTurn bool) error {
 	for ; i < len(r.chunkMws); i++ {
 		m := r.chunkMws[i]
+		if len(m.ChunkTypes) > 0 && !slices.Contains(m.ChunkTypes, ev.Type) {
+			continue
+		}
 		var act ChunkAction
 		if err := r.callHook(m, "onChunk", func() error {
 			var err error

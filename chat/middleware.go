@@ -65,6 +65,11 @@ type Middleware struct {
 	// changes nothing for later middleware or the client; return Replace to
 	// change a chunk.
 	OnChunk func(c *Context, ev *agui.Event) (ChunkAction, error)
+	// ChunkTypes, if set, limits OnChunk to chunks of these types: the
+	// others pass this middleware by, and no copy is made for it. Every
+	// chunk of a run passes every OnChunk hook, so a hook that cares about
+	// a few types (a RUN_FINISHED, tool calls) should say which.
+	ChunkTypes []agui.EventType
 	// OnBeforeToolCall may transform arguments, skip the call with a result,
 	// or abort the run. First-win: the first non-zero decision stands and
 	// later middleware are not asked.

@@ -126,6 +126,7 @@ func WithSandbox(s *Sandbox, opts Options) *chat.Middleware {
 		OptionalRequires: []chat.CapabilityKey{InstanceStoreCapability, LocksCapability},
 		Setup:            m.setup,
 		OnChunk:          m.onChunk,
+		ChunkTypes:       []agui.EventType{agui.RunFinished}, // an interrupt's pause
 		OnFinish:         m.onFinish,
 		OnAbort:          m.onAbort,
 		OnError:          m.onError,

@@ -33,9 +33,10 @@ func (tr *transcript) middleware() *chat.Middleware {
 			}
 			return chat.Pass, nil
 		},
-		OnFinish: func(c *chat.Context, _ chat.FinishInfo) error { tr.capture(c); return nil },
-		OnError:  func(c *chat.Context, _ chat.ErrorInfo) error { tr.capture(c); return nil },
-		OnAbort:  func(c *chat.Context, _ chat.AbortInfo) error { tr.capture(c); return nil },
+		ChunkTypes: []agui.EventType{agui.RunFinished}, // the hook is on every chunk's path
+		OnFinish:   func(c *chat.Context, _ chat.FinishInfo) error { tr.capture(c); return nil },
+		OnError:    func(c *chat.Context, _ chat.ErrorInfo) error { tr.capture(c); return nil },
+		OnAbort:    func(c *chat.Context, _ chat.AbortInfo) error { tr.capture(c); return nil },
 	}
 }
 

@@ -105,7 +105,7 @@ func New(opts Options) *chat.Middleware {
 		g.buffer = 0
 	}
 	if opts.Strategy == Delta {
-		return &chat.Middleware{Name: Name, OnChunk: g.delta}
+		return &chat.Middleware{Name: Name, OnChunk: g.delta, ChunkTypes: []agui.EventType{agui.TextMessageContent}}
 	}
 	// The per-run buffer lives in the run's capability store under a key
 	// private to this middleware value.
@@ -114,6 +114,8 @@ func New(opts Options) *chat.Middleware {
 		Name:    Name,
 		Setup:   func(c *chat.Context) error { g.state.Provide(c, &buffer{}); return nil },
 		OnChunk: g.buffered,
+		// What it buffers, and what flushes the buffer.
+		ChunkTypes: []agui.EventType{agui.TextMessageContent, agui.TextMessageEnd, agui.RunFinished},
 	}
 }
 

@@ -141,6 +141,7 @@ func New(opts Options) (*chat.Middleware, error) {
 		OnStart:          m.onStart,
 		OnConfig:         m.onConfig,
 		OnChunk:          m.onChunk,
+		ChunkTypes:       []agui.EventType{agui.TextMessageContent, agui.RunFinished},
 		OnUsage:          m.onUsage,
 		OnBeforeToolCall: m.onBeforeToolCall,
 		OnAfterToolCall:  m.onAfterToolCall,
