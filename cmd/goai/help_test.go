@@ -172,6 +172,7 @@ func TestEnvSize(t *testing.T) {
 
 func TestSQLiteOptionsCommitGap(t *testing.T) {
 	t.Setenv("GOAI_WAL_LIMIT", "")
+	t.Setenv("GOAI_COMMIT_GAP_MAX", "")
 	for v, want := range map[string]time.Duration{"": defaultCommitGap, "0": 0, "1ms": time.Millisecond, "500us": 500 * time.Microsecond, "100ms": 100 * time.Millisecond} {
 		t.Setenv("GOAI_COMMIT_GAP", v)
 		if o, err := sqliteOptions(); err != nil || o.CommitGap != want {
@@ -182,6 +183,35 @@ func TestSQLiteOptionsCommitGap(t *testing.T) {
 		t.Setenv("GOAI_COMMIT_GAP", v)
 		if _, err := sqliteOptions(); err == nil || !strings.Contains(err.Error(), "GOAI_COMMIT_GAP") {
 			t.Errorf("%q: error %v, want one naming GOAI_COMMIT_GAP", v, err)
+		}
+	}
+}
+
+// The gap's ceiling: 5 ms unless set, never below the gap (and none with
+// no gap), and a bad value is refused naming the variable.
+func TestSQLiteOptionsCommitGapMax(t *testing.T) {
+	t.Setenv("GOAI_WAL_LIMIT", "")
+	for _, c := range []struct {
+		gap, max string
+		want     time.Duration
+	}{
+		{"", "", defaultCommitGapMax},
+		{"0", "", 0},
+		{"10ms", "", 10 * time.Millisecond},
+		{"", "2ms", 2 * time.Millisecond},
+		{"1ms", "20ms", 20 * time.Millisecond},
+	} {
+		t.Setenv("GOAI_COMMIT_GAP", c.gap)
+		t.Setenv("GOAI_COMMIT_GAP_MAX", c.max)
+		if o, err := sqliteOptions(); err != nil || o.CommitGapMax != c.want {
+			t.Errorf("gap %q, max %q: %+v, %v; want a ceiling of %v", c.gap, c.max, o, err, c.want)
+		}
+	}
+	for _, c := range [][2]string{{"", "1ms"}, {"", "1s"}, {"", "soon"}, {"3ms", "-1ms"}} {
+		t.Setenv("GOAI_COMMIT_GAP", c[0])
+		t.Setenv("GOAI_COMMIT_GAP_MAX", c[1])
+		if _, err := sqliteOptions(); err == nil || !strings.Contains(err.Error(), "GOAI_COMMIT_GAP_MAX") {
+			t.Errorf("gap %q, max %q: error %v, want one naming GOAI_COMMIT_GAP_MAX", c[0], c[1], err)
 		}
 	}
 }

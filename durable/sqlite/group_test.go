@@ -448,3 +448,46 @@ func TestCommitGapSkippedAfterAFullCommit(t *testing.T) {
 		t.Fatalf("%+v, want %+v", got, want)
 	}
 }
+
+// The gap grows while commits carry few writes on average, up to
+// CommitGapMax, and shrinks back to CommitGap once they carry more; bursts
+// (a large commit among small ones) do not hold it at either end; a lone
+// writer's commits, or a gap without room to grow, leave it where it is.
+func TestCommitGapAdapts(t *testing.T) {
+	const lo, hi = 2 * time.Millisecond, 5 * time.Millisecond
+	g := gapper{min: lo, max: hi, gap: lo}
+	for range 40 {
+		g.committing(fewWrites/2, 256)
+	}
+	if g.gap != hi {
+		t.Fatalf("after small commits the gap is %v, want %v", g.gap, hi)
+	}
+	for range 40 {
+		g.committing(2*fewWrites, 256)
+	}
+	if g.gap != lo {
+		t.Fatalf("after large commits the gap is %v, want %v", g.gap, lo)
+	}
+	// Bursts: every other commit large, the average well above the mark.
+	for i := range 40 {
+		g.committing([]int{4 * fewWrites, 2}[i%2], 256)
+	}
+	if g.gap != lo {
+		t.Fatalf("with bursts averaging %d writes the gap is %v, want %v", (4*fewWrites+2)/2, g.gap, lo)
+	}
+	// A lone writer (as the writer starts): commits of one write each.
+	lone := gapper{min: lo, max: hi, gap: lo, sinceShared: lonely}
+	for range 2 * lonely {
+		lone.committing(1, 256)
+	}
+	if lone.gap != lo {
+		t.Fatalf("a lone writer moved the gap to %v", lone.gap)
+	}
+	fixed := gapper{min: lo, max: lo, gap: lo}
+	for range 20 {
+		fixed.committing(2, 256)
+	}
+	if fixed.gap != lo {
+		t.Fatalf("a fixed gap moved to %v", fixed.gap)
+	}
+}

@@ -57,6 +57,15 @@ type Options struct {
 	// 1 to 2 ms to the median token latency (bench/README.md); goai serve
 	// uses 2 ms. CommitStats counts the writes a commit shares.
 	CommitGap time.Duration
+	// CommitGapMax, if above CommitGap, lets the gap grow while commits
+	// carry few writes: while recent commits carry fewer than 16 on
+	// average, each gap is a quarter longer than the last, up to
+	// CommitGapMax; while they carry more, a fifth shorter, down to
+	// CommitGap. Streams paced slowly
+	// (a token every 50 ms) then share commits as streams paced at 10 ms
+	// do with CommitGap alone. Zero means a gap of CommitGap always; goai
+	// serve uses 5 ms.
+	CommitGapMax time.Duration
 	// JournalRows is the journal size, in rows, at which the writer moves
 	// it into the entries table (journal.go). Zero means 1024.
 	JournalRows int
@@ -309,6 +318,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		s.opts.MaxGroup = 256
 	}
 	s.opts.CommitGap = max(s.opts.CommitGap, 0)
+	s.opts.CommitGapMax = max(s.opts.CommitGapMax, s.opts.CommitGap)
 	if s.opts.JournalRows <= 0 {
 		s.opts.JournalRows = defaultJournalRows
 	}
@@ -683,7 +693,7 @@ func (s *Store) takeBacklog(group []*op) []*op {
 func (s *Store) writer() {
 	defer close(s.stopped)
 	group := make([]*op, 0, s.opts.MaxGroup)
-	g := gapper{timer: time.NewTimer(time.Hour), sinceShared: lonely}
+	g := gapper{timer: time.NewTimer(time.Hour), sinceShared: lonely, min: s.opts.CommitGap, max: s.opts.CommitGapMax, gap: s.opts.CommitGap}
 	g.timer.Stop()
 	for {
 		group = group[:0]
@@ -742,7 +752,18 @@ type gapper struct {
 	lastCommit  time.Time
 	sinceShared int  // commits since the last one of several writes
 	full        bool // the last commit carried Options.MaxGroup writes
+
+	gap, min, max time.Duration // the gap now, within CommitGap and CommitGapMax
+	avgWrites     int           // the writes of recent commits, on average, in sixteenths
 }
+
+// The writes a commit should carry, for Options.CommitGapMax: past about
+// sixteen, a commit's own cost (BEGIN, COMMIT, the WAL frames of the
+// pages every commit touches) is a small part of its writes'. The gap
+// follows the writes of recent commits on average: paced streams' tokens
+// come in bursts (their timers fire together), so single commits
+// alternate between many writes and a few.
+const fewWrites = 16
 
 func (g *gapper) committing(writes, maxGroup int) {
 	g.lastCommit = time.Now()
@@ -750,6 +771,17 @@ func (g *gapper) committing(writes, maxGroup int) {
 		g.sinceShared = 0
 	}
 	g.full = writes >= maxGroup
+	if g.max == g.min || g.sinceShared >= lonely {
+		return
+	}
+	// The average over about the last eight commits, in sixteenths.
+	g.avgWrites += (min(writes, maxGroup)*16 - g.avgWrites) / 8
+	switch {
+	case g.avgWrites < fewWrites*16:
+		g.gap = min(g.gap+max(g.gap/4, 100*time.Microsecond), g.max)
+	case g.avgWrites > fewWrites*16:
+		g.gap = max(g.gap-g.gap/5, g.min)
+	}
 }
 
 // waitGap waits until Options.CommitGap has passed since the last commit,
@@ -761,7 +793,7 @@ func (g *gapper) committing(writes, maxGroup int) {
 // A writer whose last commit was full has more waiting than a commit
 // takes, and does not wait.
 func (s *Store) waitGap(g *gapper) {
-	gap := s.opts.CommitGap - time.Since(g.lastCommit)
+	gap := g.gap - time.Since(g.lastCommit)
 	if gap <= 0 || g.sinceShared >= lonely || g.full {
 		return
 	}
