@@ -61,10 +61,9 @@ type Options struct {
 	// carry few writes: while recent commits carry fewer than 16 on
 	// average, each gap is a quarter longer than the last, up to
 	// CommitGapMax; while they carry more, a fifth shorter, down to
-	// CommitGap. Streams paced slowly
-	// (a token every 50 ms) then share commits as streams paced at 10 ms
-	// do with CommitGap alone. Zero means a gap of CommitGap always; goai
-	// serve uses 5 ms.
+	// CommitGap. Streams paced slowly (a token every 50 ms) then share
+	// commits as streams paced at 10 ms do with CommitGap alone. Zero
+	// means a gap of CommitGap always; goai serve uses 5 ms.
 	CommitGapMax time.Duration
 	// JournalRows is the journal size, in rows, at which the writer moves
 	// it into the entries table (journal.go). Zero means 1024.
@@ -693,7 +692,8 @@ func (s *Store) takeBacklog(group []*op) []*op {
 func (s *Store) writer() {
 	defer close(s.stopped)
 	group := make([]*op, 0, s.opts.MaxGroup)
-	g := gapper{timer: time.NewTimer(time.Hour), sinceShared: lonely, min: s.opts.CommitGap, max: s.opts.CommitGapMax, gap: s.opts.CommitGap}
+	g := gapper{timer: time.NewTimer(time.Hour), sinceShared: lonely,
+		min: s.opts.CommitGap, max: s.opts.CommitGapMax, gap: s.opts.CommitGap, avgWrites: fewWrites * 16}
 	g.timer.Stop()
 	for {
 		group = group[:0]
@@ -784,9 +784,10 @@ func (g *gapper) committing(writes, maxGroup int) {
 	}
 }
 
-// waitGap waits until Options.CommitGap has passed since the last commit,
-// while several writers are about, so that a steady trickle of appends
-// shares commits instead of paying one each. It sleeps rather than
+// waitGap waits until the gap (Options.CommitGap, or more up to
+// CommitGapMax while commits carry few writes) has passed since the last
+// commit, while several writers are about, so that a steady trickle of
+// appends shares commits instead of paying one each. It sleeps rather than
 // receive what arrives: a write queued meanwhile stays in the queue, for
 // the writer to take in one go when the gap ends, instead of waking it
 // once per write (which cost as much CPU as the commits the gap saved).
