@@ -21,54 +21,74 @@ import (
 	"github.com/goai-sdk/goai/server"
 )
 
-// gateModel answers with a first token, then waits for its gate before it
-// finishes: a model between two tokens for as long as a test needs. With
-// flood set, it sends that many deltas of 16 KiB after the gate: far more
-// than the socket buffers between a server and its client hold.
-type gateModel struct {
-	parked chan struct{} // one send per call, as it starts waiting
-	gate   chan struct{}
-	flood  int
+// waitingModel streams the start of an answer, then waits until released
+// before it finishes: a model between two tokens for as long as a test
+// needs (one parked in reading its provider's response). With flood set,
+// it sends that many deltas of 16 KiB after the release: far more than
+// the socket buffers between a server and its client hold.
+type waitingModel struct {
+	parked  chan struct{} // one send per call, as it starts waiting
+	release chan struct{}
+	flood   int
 }
 
-func newGateModel() *gateModel {
-	return &gateModel{parked: make(chan struct{}, 16), gate: make(chan struct{})}
+// newWaitingModel returns a model whose parked channel holds n sends.
+func newWaitingModel(n int) *waitingModel {
+	return &waitingModel{parked: make(chan struct{}, n), release: make(chan struct{})}
 }
 
-func (*gateModel) Name() string  { return "gate" }
-func (*gateModel) Model() string { return "gate-1" }
+func (*waitingModel) Name() string  { return "waiting" }
+func (*waitingModel) Model() string { return "waiting-1" }
 
-func (m *gateModel) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
+func (m *waitingModel) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
 	return func(yield func(agui.Event, error) bool) {
-		for _, ev := range []agui.Event{
-			{Type: agui.RunStarted, ThreadID: req.ThreadID, RunID: req.RunID},
-			{Type: agui.TextMessageStart, MessageID: "m1", Role: "assistant"},
-			{Type: agui.TextMessageContent, MessageID: "m1", Delta: "first "},
-		} {
-			if !yield(ev, nil) {
-				return
-			}
+		if !m.start(req, yield) {
+			return
 		}
 		m.parked <- struct{}{}
 		select {
-		case <-m.gate:
+		case <-m.release:
 		case <-ctx.Done():
 			return
 		}
+		m.finish(req, yield)
+	}
+}
+
+// start and finish hold the events, so that the frame that waits is as
+// small as a real adapter's (stack_test.go measures it).
+//
+//go:noinline
+func (m *waitingModel) start(req *chat.Request, yield func(agui.Event, error) bool) bool {
+	for _, ev := range []agui.Event{
+		{Type: agui.RunStarted, ThreadID: req.ThreadID, RunID: req.RunID},
+		{Type: agui.TextMessageStart, MessageID: "m1", Role: "assistant"},
+		{Type: agui.TextMessageContent, MessageID: "m1", Delta: "first "},
+	} {
+		if !yield(ev, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+//go:noinline
+func (m *waitingModel) finish(req *chat.Request, yield func(agui.Event, error) bool) {
+	if m.flood > 0 {
 		chunk := strings.Repeat("x", 16<<10)
 		for range m.flood {
 			if !yield(agui.Event{Type: agui.TextMessageContent, MessageID: "m1", Delta: chunk}, nil) {
 				return
 			}
 		}
-		for _, ev := range []agui.Event{
-			{Type: agui.TextMessageContent, MessageID: "m1", Delta: "second"},
-			{Type: agui.TextMessageEnd, MessageID: "m1"},
-			{Type: agui.RunFinished, ThreadID: req.ThreadID, RunID: req.RunID, FinishReason: agui.FinishStop},
-		} {
-			if !yield(ev, nil) {
-				return
-			}
+	}
+	for _, ev := range []agui.Event{
+		{Type: agui.TextMessageContent, MessageID: "m1", Delta: "second"},
+		{Type: agui.TextMessageEnd, MessageID: "m1"},
+		{Type: agui.RunFinished, ThreadID: req.ThreadID, RunID: req.RunID, FinishReason: agui.FinishStop},
+	} {
+		if !yield(ev, nil) {
+			return
 		}
 	}
 }
@@ -86,16 +106,16 @@ func metric(t *testing.T, h http.Handler, name string) int64 {
 }
 
 // readTakenOver reads res's body until the first token, waits for the
-// stream to be taken over, opens the model's gate and returns the whole
+// stream to be taken over, releases the model and returns the whole
 // body read.
-func readTakenOver(t *testing.T, h http.Handler, model *gateModel, body io.Reader) *bytes.Buffer {
+func readTakenOver(t *testing.T, h http.Handler, model *waitingModel, body io.Reader) *bytes.Buffer {
 	t.Helper()
 	var got bytes.Buffer
 	br := bufio.NewReader(io.TeeReader(body, &got))
 	readLine(t, br, `"delta":"first "`)
 	<-model.parked
 	waitFor(t, "the waiting stream taken over", func() bool { return metric(t, h, "goai_streams_taken_over") == 1 })
-	close(model.gate)
+	close(model.release)
 	if _, err := io.Copy(io.Discard, br); err != nil {
 		t.Fatalf("the taken-over stream's body: %v", err)
 	}
@@ -137,7 +157,7 @@ func readLine(t *testing.T, br *bufio.Reader, s string) {
 func TestWaitingStreamIsTakenOverAndItsConnectionKept(t *testing.T) {
 	for name, newStore := range backends() {
 		t.Run(name, func(t *testing.T) {
-			model := newGateModel()
+			model := newWaitingModel(16)
 			store := newStore(t)
 			e := newItemEnv(t, store, model, nil)
 			client := &http.Client{Transport: &http.Transport{}}
@@ -180,10 +200,10 @@ func TestWaitingStreamIsTakenOverAndItsConnectionKept(t *testing.T) {
 func TestTakenOverClientLeavingDetachesTheRun(t *testing.T) {
 	for name, newStore := range backends() {
 		t.Run(name, func(t *testing.T) {
-			model := newGateModel()
+			model := newWaitingModel(16)
 			store := newStore(t)
 			e := newItemEnv(t, store, model, nil)
-			defer close(model.gate)
+			defer close(model.release)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			res := post(t, ctx, e.url(), map[string]string{"X-Run-Id": "r1"}, chatBody("t1", "r1"))
@@ -209,9 +229,9 @@ func TestTakenOverClientLeavingDetachesTheRun(t *testing.T) {
 // client sees a broken body and resumes), where net/http's Shutdown does
 // not reach it.
 func TestShutdownCutsTakenOverStreams(t *testing.T) {
-	model := newGateModel()
+	model := newWaitingModel(16)
 	e := newItemEnv(t, durable.NewMemory(nil), model, nil)
-	defer close(model.gate)
+	defer close(model.release)
 	res := post(t, context.Background(), e.url(), map[string]string{"X-Run-Id": "r1"}, chatBody("t1", "r1"))
 	defer res.Body.Close()
 	br := bufio.NewReader(res.Body)
@@ -235,7 +255,7 @@ func TestShutdownCutsTakenOverStreams(t *testing.T) {
 func TestTakenOverConnectionKeepsPipelinedRequests(t *testing.T) {
 	for _, when := range []string{"before", "after"} {
 		t.Run("sent "+when+" the takeover", func(t *testing.T) {
-			model := newGateModel()
+			model := newWaitingModel(16)
 			store := durable.NewMemory(nil)
 			e := newItemEnv(t, store, model, nil)
 			conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
@@ -261,7 +281,7 @@ func TestTakenOverConnectionKeepsPipelinedRequests(t *testing.T) {
 			if when == "after" {
 				fmt.Fprint(conn, next)
 			}
-			close(model.gate)
+			close(model.release)
 			fs := frames(t, body)
 			if len(fs) == 0 || !strings.Contains(string(fs[len(fs)-1].Data), `"RUN_FINISHED"`) {
 				t.Fatalf("the stream did not end with RUN_FINISHED: %+v", fs)
@@ -281,7 +301,7 @@ func TestTakenOverConnectionKeepsPipelinedRequests(t *testing.T) {
 // An NDJSON stream is taken over as an SSE one is: the same frames, every
 // entry once, in order, across the takeover.
 func TestTakenOverNDJSONStream(t *testing.T) {
-	model := newGateModel()
+	model := newWaitingModel(16)
 	store := durable.NewMemory(nil)
 	e := newItemEnv(t, store, model, nil)
 	res := post(t, context.Background(), e.url()+"?format=ndjson", map[string]string{"X-Run-Id": "r1"}, chatBody("t1", "r1"))
@@ -301,7 +321,7 @@ func TestTakenOverNDJSONStream(t *testing.T) {
 // forever, and the run goes on without it (stamped detached, unless it
 // already ended).
 func TestTakenOverStreamLetsAStalledClientGo(t *testing.T) {
-	model := newGateModel()
+	model := newWaitingModel(16)
 	model.flood = 2000 // 32 MB
 	store := durable.NewMemory(nil)
 	e := newItemEnv(t, store, model, nil)
@@ -323,7 +343,7 @@ func TestTakenOverStreamLetsAStalledClientGo(t *testing.T) {
 	<-model.parked
 	waitFor(t, "the waiting stream taken over", func() bool { return metric(t, e.h, "goai_streams_taken_over") == 1 })
 
-	close(model.gate) // the flood begins; the client reads nothing more
+	close(model.release) // the flood begins; the client reads nothing more
 	waitFor(t, "the stalled stream let go", func() bool { return metric(t, e.h, "goai_streams_taken_over") == 0 })
 	waitFor(t, "the run stamped detached or ended", func() bool {
 		rec, err := store.Get(context.Background(), "r1")

@@ -9,7 +9,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"iter"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -18,66 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goai-sdk/goai/agui"
 	"github.com/goai-sdk/goai/chat"
 	"github.com/goai-sdk/goai/durable"
 	"github.com/goai-sdk/goai/durable/sqlite"
 	"github.com/goai-sdk/goai/server"
 )
-
-// waitingModel streams the start of an answer, then waits until released
-// (or its run ends): a model between two tokens.
-type waitingModel struct {
-	parked  chan struct{} // one send per call, as it starts waiting
-	release chan struct{}
-}
-
-func (*waitingModel) Name() string  { return "waiting" }
-func (*waitingModel) Model() string { return "waiting-1" }
-
-func (m *waitingModel) ChatStream(ctx context.Context, req *chat.Request) iter.Seq2[agui.Event, error] {
-	return func(yield func(agui.Event, error) bool) {
-		if !m.start(req, yield) {
-			return
-		}
-		m.parked <- struct{}{}
-		select {
-		case <-m.release:
-		case <-ctx.Done():
-			return
-		}
-		m.finish(req, yield)
-	}
-}
-
-// start and finish hold the events, so that the frame that waits is as
-// small as a real adapter's (one parked in reading its HTTP response).
-//
-//go:noinline
-func (m *waitingModel) start(req *chat.Request, yield func(agui.Event, error) bool) bool {
-	for _, ev := range []agui.Event{
-		{Type: agui.RunStarted, ThreadID: req.ThreadID, RunID: req.RunID},
-		{Type: agui.TextMessageStart, MessageID: "m1", Role: "assistant"},
-		{Type: agui.TextMessageContent, MessageID: "m1", Delta: "first "},
-	} {
-		if !yield(ev, nil) {
-			return false
-		}
-	}
-	return true
-}
-
-//go:noinline
-func (m *waitingModel) finish(req *chat.Request, yield func(agui.Event, error) bool) {
-	for _, ev := range []agui.Event{
-		{Type: agui.TextMessageEnd, MessageID: "m1"},
-		{Type: agui.RunFinished, ThreadID: req.ThreadID, RunID: req.RunID, FinishReason: agui.FinishStop},
-	} {
-		if !yield(ev, nil) {
-			return
-		}
-	}
-}
 
 // settledStacks runs collections until the bytes of goroutine stacks stop
 // falling (each collection halves at most once a stack that is at most a
@@ -200,7 +144,7 @@ func TestWaitingStreamsKeepSmallStacks(t *testing.T) {
 		}, 5 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			model := &waitingModel{parked: make(chan struct{}, n), release: make(chan struct{})}
+			model := newWaitingModel(n)
 			cfg := server.Config{
 				Options: func(*server.Request) (chat.Options, error) {
 					return chat.Options{Adapter: model, Debug: chat.DebugNone()}, nil

@@ -160,16 +160,16 @@ func loadServeLimits(getenv func(string) string) (serveLimits, error) {
 	}
 	if v := getenv("GOAI_RELEASE_IDLE_AFTER"); v != "" {
 		d, err := time.ParseDuration(v)
-		if n, nerr := strconv.Atoi(v); err != nil && nerr == nil && n <= 0 {
-			d, err = -1, nil // "0", "-1": never
+		if n, nerr := strconv.Atoi(v); nerr == nil && n <= 0 {
+			d, err = -1, nil // a bare "0" or "-1": never
 		}
 		if err != nil {
 			return l, fmt.Errorf("GOAI_RELEASE_IDLE_AFTER: want a duration like 1s (0 or negative: never), got %q", v)
 		}
-		l.releaseIdle = d
 		if d == 0 {
-			l.releaseIdle = -1
+			d = -1 // "0s": never, not the default
 		}
+		l.releaseIdle = d
 	}
 	if v := getenv("GOAI_RATE"); v != "" {
 		r, err := strconv.ParseFloat(v, 64)

@@ -217,3 +217,94 @@ func TestThreadFilter(t *testing.T) {
 		t.Fatalf("%d of %d strangers were maybe", maybes, n)
 	}
 }
+
+// BenchmarkThreadOwnerBusy asks who owns a thread while the writer keeps
+// committing (a busy server: each commit drops the readers' page cache),
+// on a store that queries every answer and on a OneProcess store, for a
+// thread seen before and for a new one.
+func BenchmarkThreadOwnerBusy(b *testing.B) {
+	for _, kind := range []struct {
+		name string
+		opts *Options
+	}{{"queried", nil}, {"cached", &Options{OneProcess: true}}} {
+		b.Run(kind.name, func(b *testing.B) {
+			s, err := Open(filepath.Join(b.TempDir(), "goai.db"), kind.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Shutdown()
+			ctx := context.Background()
+			for i := range 1000 {
+				rec := durable.RunRecord{RunID: fmt.Sprintf("r-%d", i), ThreadID: fmt.Sprintf("thread-%d", i), StartedAt: time.Now(), Owner: "alice"}
+				if _, err := s.CreateOrResume(ctx, rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+			<-s.ownersLoaded
+			stop, done := make(chan struct{}), make(chan struct{})
+			go func() { // the writer commits all the while
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := s.Append(ctx, "busy", [][]byte{[]byte(`{"type":"TEXT_MESSAGE_CONTENT","delta":"x"}`)}); err != nil {
+						return
+					}
+				}
+			}()
+			defer func() { close(stop); <-done }()
+			b.Run("seen", func(b *testing.B) {
+				i := 0
+				for b.Loop() {
+					if _, ok, err := s.ThreadOwner(ctx, fmt.Sprintf("thread-%d", i%1000)); err != nil || !ok {
+						b.Fatal(ok, err)
+					}
+					i++
+				}
+			})
+			b.Run("new", func(b *testing.B) {
+				i := 0
+				for b.Loop() {
+					if _, ok, err := s.ThreadOwner(ctx, fmt.Sprintf("new-%d", i)); err != nil || ok {
+						b.Fatal(ok, err)
+					}
+					i++
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkThreadOwnersLoad loads the owners' filter from a file of
+// 100,000 threads (what a OneProcess store does beside its writer after
+// Open); threads/s is the rate.
+func BenchmarkThreadOwnersLoad(b *testing.B) {
+	const threads = 100_000
+	path := filepath.Join(b.TempDir(), "goai.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Shutdown()
+	err = s.exec(context.Background(), noRun, func(tx *writeTx) error {
+		for i := range threads {
+			if _, err := tx.Exec(`INSERT INTO goai_runs (run_id, thread_id, status, started_at, owner) VALUES (?, ?, 'completed', ?, '')`,
+				fmt.Sprintf("run-%08d", i), fmt.Sprintf("thread-%08d-%016x", i, i*7919), i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := newOwnerCache().load(s.r, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(threads)*float64(b.N)/b.Elapsed().Seconds(), "threads/s")
+}
