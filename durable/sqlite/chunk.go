@@ -3,7 +3,7 @@ package sqlite
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
+	"math/bits"
 )
 
 // A chunk is one row holding consecutive entries of a log, first_seq to
@@ -14,8 +14,27 @@ import (
 //
 // A chunk of one entry (first_seq = last_seq) holds the entry's bytes as
 // they are, which is also what a database written before chunks holds per
-// row; a chunk of several holds each entry as its length (uvarint) and
-// bytes.
+// row. A chunk of several holds, after the two bytes of chunkShared, each
+// entry as its length and the length of the prefix it shares with the
+// entry before it (uvarints), then the ops that rebuild the rest from that
+// entry: copies of its bytes, at the same place counted from the start or
+// from the end, and literal bytes. A model's tokens differ
+// from each other in a few bytes of their delta and timestamp, so a chunk
+// of them stores a fifth of their bytes or less, and every byte not stored
+// is one the WAL, its checksums, the checkpoint and the page cache do not
+// handle (docs/durable.md §3). Chunks of several written before that hold
+// each entry as its length (uvarint) and bytes; they are read as they are.
+//
+// An op is a uvarint, 3n+k: n bytes, k what they are (opLiteral,
+// opCopyStart, opCopyEnd); the n bytes of a literal follow it. An entry's
+// prefix and copies take no more bytes in all than the entry before it has, so an
+// entry is no longer than that entry and its literals, and a chunk (of
+// maxChunk entries at most) rebuilds at most maxChunk times its bytes.
+
+// chunkShared starts a chunk of several entries in the shared form. An
+// older chunk of several starts with its first entry's length as a
+// minimal uvarint, which never begins 0x80 0x00.
+var chunkShared = [2]byte{0x80, 0x00}
 
 // maxChunk caps the entries of one chunk, so that a read starting inside
 // a chunk decodes little that it skips, and a chunk's row stays a few
@@ -53,23 +72,88 @@ func encodeChunk(batch [][]byte) []byte {
 	return appendChunk(nil, batch)
 }
 
-// appendChunk appends the data of a chunk of several entries to dst.
+// appendChunk appends the data of a chunk of several entries to dst, in
+// the shared form.
 func appendChunk(dst []byte, batch [][]byte) []byte {
-	n := 0
+	dst = append(dst, chunkShared[:]...)
+	var prev []byte
 	for _, b := range batch {
-		n += binary.MaxVarintLen32 + len(b)
-	}
-	dst = slices.Grow(dst, n)
-	for _, b := range batch {
-		dst = binary.AppendUvarint(dst, uint64(len(b)))
-		dst = append(dst, b...)
+		dst = appendOps(dst, prev, b)
+		prev = b
 	}
 	return dst
 }
 
+// The kinds of an op of the shared form.
+const (
+	opLiteral   = 0 // bytes that follow the op
+	opCopyStart = 1 // the entry before's bytes at the same offset from its start
+	opCopyEnd   = 2 // the entry before's bytes at the same offset from its end
+)
+
+// minCopy is the shortest copy appendOps makes: a shorter one saves less
+// than the ops around it cost.
+const minCopy = 4
+
+// appendOps appends b's length, the length of the prefix it shares with
+// prev, and the ops that rebuild the rest of b from prev.
+func appendOps(dst, prev, b []byte) []byte {
+	pre := commonPrefix(prev, b)
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	dst = binary.AppendUvarint(dst, uint64(pre))
+	shift := len(prev) - len(b) // an end-aligned copy reads prev at i+shift
+	budget := len(prev) - pre   // what the entry's copies may still take
+	lit := pre                  // where the pending literal starts
+	for i := pre; i < len(b); {
+		n, kind := 0, 0
+		if budget >= minCopy {
+			if i < len(prev) {
+				n, kind = commonPrefix(prev[i:], b[i:]), opCopyStart
+			}
+			if j := i + shift; j >= 0 && j < len(prev) {
+				if m := commonPrefix(prev[j:], b[i:]); m > n {
+					n, kind = m, opCopyEnd
+				}
+			}
+			n = min(n, budget)
+		}
+		if n < minCopy {
+			i++
+			continue
+		}
+		if lit < i {
+			dst = binary.AppendUvarint(dst, uint64(i-lit)*3+opLiteral)
+			dst = append(dst, b[lit:i]...)
+		}
+		dst = binary.AppendUvarint(dst, uint64(n)*3+uint64(kind))
+		budget -= n
+		i += n
+		lit = i
+	}
+	if lit < len(b) {
+		dst = binary.AppendUvarint(dst, uint64(len(b)-lit)*3+opLiteral)
+		dst = append(dst, b[lit:]...)
+	}
+	return dst
+}
+
+// commonPrefix returns the length of the longest prefix a and b share.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for ; i < n && a[i] == b[i]; i++ {
+	}
+	return i
+}
+
 // decodeChunk calls f for each entry of the chunk first..last whose seq is
 // in (after, upTo], in order, until f returns false. The bytes f gets
-// alias data.
+// alias data, or a buffer of the chunk's own for one in the shared form.
 func decodeChunk(first, last int64, data []byte, after, upTo int64, f func(seq int64, b []byte) bool) error {
 	if first == last {
 		if first > after && first <= upTo {
@@ -79,6 +163,9 @@ func decodeChunk(first, last int64, data []byte, after, upTo int64, f func(seq i
 	}
 	if last < first || last-first >= int64(len(data)) { // an entry takes a byte at least
 		return fmt.Errorf("durable/sqlite: corrupt chunk: seqs %d to %d in %d bytes", first, last, len(data))
+	}
+	if len(data) >= len(chunkShared) && [2]byte(data) == chunkShared {
+		return decodeShared(first, last, data[len(chunkShared):], after, upTo, f)
 	}
 	rest := data
 	for seq := first; seq <= last; seq++ {
@@ -97,6 +184,89 @@ func decodeChunk(first, last int64, data []byte, after, upTo int64, f func(seq i
 	}
 	if len(rest) != 0 {
 		return fmt.Errorf("durable/sqlite: corrupt chunk: seqs %d to %d, %d bytes left over", first, last, len(rest))
+	}
+	return nil
+}
+
+// decodeShared is decodeChunk for a chunk in the shared form, rest being
+// its data after chunkShared. It rebuilds the entries up to upTo into one
+// buffer, then calls f.
+func decodeShared(first, last int64, rest []byte, after, upTo int64, f func(seq int64, b []byte) bool) error {
+	if last-first >= maxChunk {
+		return fmt.Errorf("durable/sqlite: corrupt chunk: seqs %d to %d, more than %d entries", first, last, maxChunk)
+	}
+	corrupt := func(seq int64) error {
+		return fmt.Errorf("durable/sqlite: corrupt chunk: seqs %d to %d, entry %d overruns its data", first, last, seq)
+	}
+	var ends [maxChunk]int // where each rebuilt entry ends in buf
+	var buf []byte
+	prevAt, prevEnd := 0, 0
+	stop := min(last, upTo)
+	for seq := first; seq <= stop; seq++ {
+		var h [2]uint64 // the entry's length and its prefix's
+		for i := range h {
+			v, w := binary.Uvarint(rest)
+			if w <= 0 {
+				return corrupt(seq)
+			}
+			h[i], rest = v, rest[w:]
+		}
+		size, pre := h[0], h[1]
+		prevLen := prevEnd - prevAt
+		if pre > size || pre > uint64(prevLen) {
+			return corrupt(seq)
+		}
+		if buf == nil {
+			buf = make([]byte, 0, 4*len(rest))
+		}
+		at := len(buf)
+		buf = append(buf, buf[prevAt:prevAt+int(pre)]...)
+		shift := uint64(prevLen) - size // wraps when the entry is longer: an offset from the end, mod 2^64
+		budget := uint64(prevLen) - pre
+		for done := pre; done < size; {
+			op, w := binary.Uvarint(rest)
+			if w <= 0 {
+				return corrupt(seq)
+			}
+			rest = rest[w:]
+			n, kind := op/3, op%3
+			if n == 0 || n > size-done {
+				return corrupt(seq)
+			}
+			switch kind {
+			case opLiteral:
+				if n > uint64(len(rest)) {
+					return corrupt(seq)
+				}
+				buf = append(buf, rest[:n]...)
+				rest = rest[n:]
+			default:
+				from := done
+				if kind == opCopyEnd {
+					from += shift
+				}
+				if n > budget || from >= uint64(prevLen) || n > uint64(prevLen)-from {
+					return corrupt(seq)
+				}
+				budget -= n
+				buf = append(buf, buf[prevAt+int(from):prevAt+int(from+n)]...)
+			}
+			done += n
+		}
+		ends[seq-first] = len(buf)
+		prevAt, prevEnd = at, len(buf)
+	}
+	if stop == last && len(rest) != 0 {
+		return fmt.Errorf("durable/sqlite: corrupt chunk: seqs %d to %d, %d bytes left over", first, last, len(rest))
+	}
+	at := 0
+	for seq := first; seq <= stop; seq++ {
+		end := ends[seq-first]
+		b := buf[at:end:end]
+		at = end
+		if seq > after && !f(seq, b) {
+			return nil
+		}
 	}
 	return nil
 }

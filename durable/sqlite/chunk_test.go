@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -47,6 +49,79 @@ func TestChunkRoundTrip(t *testing.T) {
 	}
 }
 
+// legacyChunk is a chunk of several entries as versions before the shared
+// form wrote it: each entry's length and bytes.
+func legacyChunk(entries ...[]byte) []byte {
+	var data []byte
+	for _, e := range entries {
+		data = binary.AppendUvarint(data, uint64(len(e)))
+		data = append(data, e...)
+	}
+	return data
+}
+
+// A chunk of a model's tokens keeps only what differs from the token
+// before, and decodes back, as do entries that repeat, cut or double the
+// one before; a chunk written before the
+// shared form still decodes, including one whose first entry is 128 bytes
+// long (its length starts with 0x80, as chunkShared does).
+func TestChunkShared(t *testing.T) {
+	var batch [][]byte
+	raw := 0
+	for i := range maxChunk {
+		b := fmt.Appendf(nil, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_7f3a","delta":"w%d ","timestamp":17964304884%02d}`, i, i/3)
+		batch = append(batch, b)
+		raw += len(b)
+	}
+	data := encodeChunk(batch)
+	if len(data)*4 > raw {
+		t.Errorf("a chunk of %d tokens: %d bytes for %d, want under a quarter", len(batch), len(data), raw)
+	}
+	decode := func(data []byte, n int) [][]byte {
+		t.Helper()
+		var got [][]byte
+		if err := decodeChunk(1, int64(n), data, 0, 1<<62, func(_ int64, b []byte) bool {
+			got = append(got, b)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := decode(data, len(batch)); !slices.EqualFunc(got, batch, bytes.Equal) {
+		t.Fatalf("decoded %q", got)
+	}
+	// Entries sharing all of the one before (a repeat, a prefix, a suffix).
+	odd := [][]byte{[]byte("abcdef"), []byte("abcdef"), []byte("abcde"), []byte("xabcde"), {}, []byte("q"), nil, []byte("q"),
+		[]byte("abab"), []byte("abababab"), []byte("ab-abab-abababab-ab"), []byte("abcdefgh"), []byte("abcdZZZZabcdefgh"), bytes.Repeat([]byte("z"), 300), bytes.Repeat([]byte("z"), 299)}
+	if got := decode(encodeChunk(odd), len(odd)); fmt.Sprint(got) != fmt.Sprint(odd) {
+		t.Fatalf("decoded %q, want %q", got, odd)
+	}
+	long := bytes.Repeat([]byte("l"), 128)
+	old := legacyChunk(long, []byte("x"), []byte{})
+	if old[0] != chunkShared[0] {
+		t.Fatalf("the legacy chunk starts with %#x", old[0])
+	}
+	if got := decode(old, 3); fmt.Sprint(got) != fmt.Sprint([][]byte{long, []byte("x"), {}}) {
+		t.Fatalf("legacy chunk decoded as %q", got)
+	}
+	// A window of the shared chunk: entries are rebuilt from the chunk's
+	// first, and only those up to upTo.
+	var seqs []int64
+	if err := decodeChunk(1, maxChunk, data, 9, 11, func(seq int64, b []byte) bool {
+		if !bytes.Equal(b, batch[seq-1]) {
+			t.Fatalf("entry %d: %q", seq, b)
+		}
+		seqs = append(seqs, seq)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(seqs) != "[10 11]" {
+		t.Fatalf("window: %v", seqs)
+	}
+}
+
 func TestChunkCorrupt(t *testing.T) {
 	good := encodeChunk([][]byte{[]byte("ab"), []byte("c")})
 	for name, c := range map[string]struct {
@@ -58,6 +133,23 @@ func TestChunkCorrupt(t *testing.T) {
 		"too many":    {1, 3, good},
 		"seqs astray": {5, 1, good},
 		"huge length": {1, 2, []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 'a'}},
+		// In the shared form ("a", then a bad entry): a copy beyond the
+		// entry before, from its end, of zero bytes, an op past the
+		// entry's length, a literal beyond the data, bytes left over, an
+		// entry cut short, copies of more than the entry before holds, a
+		// prefix longer than it or than the entry, more entries than a
+		// chunk holds.
+		"shared copy":        {1, 2, []byte{0x80, 0, 1, 0, 3, 'a', 2, 0, 7}},
+		"shared copy end":    {1, 2, []byte{0x80, 0, 1, 0, 3, 'a', 3, 0, 5}},
+		"shared empty op":    {1, 2, []byte{0x80, 0, 1, 0, 3, 'a', 1, 0, 0}},
+		"shared op past":     {1, 2, []byte{0x80, 0, 1, 0, 3, 'a', 1, 0, 6, 'b', 'c'}},
+		"shared literal":     {1, 2, []byte{0x80, 0, 1, 0, 3, 'a', 5, 0, 15, 'b'}},
+		"shared leftover":    {1, 2, []byte{0x80, 0, 1, 0, 3, 'a', 1, 0, 3, 'b', 'c'}},
+		"shared cut":         {1, 2, []byte{0x80, 0, 1, 0, 3, 'a', 1}},
+		"shared doubling":    {1, 2, []byte{0x80, 0, 4, 0, 12, 'a', 'b', 'c', 'd', 8, 0, 13, 14}},
+		"shared prefix":      {1, 2, []byte{0x80, 0, 1, 0, 3, 'a', 3, 2, 3, 'x'}},
+		"shared prefix past": {1, 2, []byte{0x80, 0, 1, 0, 3, 'a', 0, 1}},
+		"shared too many":    {1, maxChunk + 1, append([]byte{0x80, 0}, make([]byte, maxChunk+1)...)},
 	} {
 		if err := decodeChunk(c.first, c.last, c.data, 0, 1<<62, func(int64, []byte) bool { return true }); err == nil {
 			t.Errorf("%s: decoded", name)
@@ -65,11 +157,13 @@ func TestChunkCorrupt(t *testing.T) {
 	}
 }
 
-// FuzzDecodeChunk: no input makes decodeChunk panic or yield bytes beyond
-// its data, and whatever encodeChunk writes decodes back.
+// FuzzDecodeChunk: no input makes decodeChunk panic or yield more than
+// maxChunk times its data, and whatever encodeChunk writes decodes back.
 func FuzzDecodeChunk(f *testing.F) {
 	f.Add(int64(1), int64(3), encodeChunk([][]byte{[]byte("a"), []byte("bc"), {}}), int64(1))
 	f.Add(int64(7), int64(7), []byte("single"), int64(0))
+	f.Add(int64(1), int64(2), legacyChunk([]byte("ab"), []byte("c")), int64(0))
+	f.Add(int64(1), int64(3), encodeChunk([][]byte{[]byte(`{"delta":"a"}`), []byte(`{"delta":"b"}`), []byte(`{"delta":"bb"}`)}), int64(2))
 	f.Fuzz(func(t *testing.T, first, last int64, data []byte, after int64) {
 		total := 0
 		_ = decodeChunk(first, last, data, after, 1<<62, func(seq int64, b []byte) bool {
@@ -79,17 +173,20 @@ func FuzzDecodeChunk(f *testing.F) {
 			total += len(b)
 			return true
 		})
-		if total > len(data) {
+		// A chunk in the shared form rebuilds each entry from the one
+		// before it and bytes of its own.
+		if total > maxChunk*len(data) {
 			t.Fatalf("yielded %d bytes of %d", total, len(data))
 		}
-		// Split data into entries and back.
+		// Split data into entries (a chunk's worth at most) and back.
 		var batch [][]byte
-		for i := 0; i < len(data); i += 3 {
+		for i := 0; i < len(data) && len(batch) < maxChunk; i += 3 {
 			batch = append(batch, data[i:min(i+3, len(data))])
 		}
 		if len(batch) == 0 {
 			return
 		}
+		data = bytes.Join(batch, nil)
 		var got [][]byte
 		if err := decodeChunk(1, int64(len(batch)), encodeChunk(batch), 0, 1<<62, func(_ int64, b []byte) bool {
 			got = append(got, b)

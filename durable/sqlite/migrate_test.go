@@ -223,6 +223,59 @@ func TestMigratesChunksToNumberedLogs(t *testing.T) {
 	}
 }
 
+// Chunks of several entries written before the shared form (each entry's
+// length and bytes), in the chunk table and in the journal, read back as
+// they were beside entries appended after them, and the database they are
+// in takes new appends; a batch appended now is stored in the shared form,
+// in fewer bytes than its entries.
+func TestReadsChunksWrittenBeforeTheSharedForm(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Append(ctx, "r", [][]byte{[]byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	db := shutDown(t, s, path)
+	for _, q := range []string{
+		`INSERT INTO goai_chunks (log, last_seq, first_seq, data) VALUES ((SELECT id FROM goai_logs WHERE run_id = 'r'), 3, 2, X'02626203636363')`, // bb, ccc
+		`INSERT INTO goai_chunk_journal (run_id, last_seq, first_seq, data) VALUES ('r', 5, 4, X'0264640165')`,                                     // dd, e
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s = open(t, path)
+	if got := logData(t, s, "r"); got != "[a bb ccc dd e]" {
+		t.Fatalf("the log written before the shared form: %s", got)
+	}
+	var tokens [][]byte
+	want := []string{"a", "bb", "ccc", "dd", "e"}
+	raw := 0
+	for i := range 20 {
+		tokens = append(tokens, fmt.Appendf(nil, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"w%d "}`, i))
+		want = append(want, string(tokens[i]))
+		raw += len(tokens[i])
+	}
+	if _, err := s.Append(ctx, "r", tokens); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := logData(t, s, "r"), fmt.Sprint(want); got != want {
+		t.Fatalf("after a batch: %s, want %s", got, want)
+	}
+	db = shutDown(t, s, path)
+	var stored int
+	if err := db.QueryRow(`SELECT sum(length(data)) FROM goai_chunks WHERE first_seq >= 6`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored*2 > raw {
+		t.Fatalf("20 tokens of %d bytes stored in %d", raw, stored)
+	}
+}
+
 // A database whose threads are keyed by thread (WITHOUT ROWID, with the
 // goai_threads_owner index: the layout before rows) opens with every
 // thread as it was, transcript, run, interrupts, time and owner; saving a
