@@ -107,10 +107,12 @@ func appendOps(dst, prev, b []byte) []byte {
 	for i := pre; i < len(b); {
 		n, kind := 0, 0
 		if budget >= minCopy {
-			if i < len(prev) {
+			// Most bytes of a literal match neither place: the first
+			// byte's comparison says so.
+			if i < len(prev) && prev[i] == b[i] {
 				n, kind = commonPrefix(prev[i:], b[i:]), opCopyStart
 			}
-			if j := i + shift; j >= 0 && j < len(prev) {
+			if j := i + shift; j >= 0 && j < len(prev) && prev[j] == b[i] {
 				if m := commonPrefix(prev[j:], b[i:]); m > n {
 					n, kind = m, opCopyEnd
 				}
@@ -199,9 +201,9 @@ func decodeShared(first, last int64, rest []byte, after, upTo int64, f func(seq 
 		return fmt.Errorf("durable/sqlite: corrupt chunk: seqs %d to %d, entry %d overruns its data", first, last, seq)
 	}
 	var ends [maxChunk]int // where each rebuilt entry ends in buf
-	var buf []byte
-	prevAt, prevEnd := 0, 0
 	stop := min(last, upTo)
+	buf := make([]byte, 0, sharedSize(rest, stop-first+1))
+	prevAt, prevEnd := 0, 0
 	for seq := first; seq <= stop; seq++ {
 		var h [2]uint64 // the entry's length and its prefix's
 		for i := range h {
@@ -215,9 +217,6 @@ func decodeShared(first, last int64, rest []byte, after, upTo int64, f func(seq 
 		prevLen := prevEnd - prevAt
 		if pre > size || pre > uint64(prevLen) {
 			return corrupt(seq)
-		}
-		if buf == nil {
-			buf = make([]byte, 0, 4*len(rest))
 		}
 		at := len(buf)
 		buf = append(buf, buf[prevAt:prevAt+int(pre)]...)
@@ -269,4 +268,43 @@ func decodeShared(first, last int64, rest []byte, after, upTo int64, f func(seq 
 		}
 	}
 	return nil
+}
+
+// sharedSize returns the bytes that the first n entries of rest (a chunk
+// in the shared form, after chunkShared) rebuild into, as their lengths
+// say, so that one buffer holds them without growing: at most maxChunk
+// times rest's bytes, whatever the lengths claim (decodeShared checks
+// them).
+func sharedSize(rest []byte, n int64) int {
+	limit := uint64(maxChunk) * uint64(len(rest))
+	var total uint64
+	for ; n > 0; n-- {
+		var h [2]uint64 // the entry's length and its prefix's
+		for i := range h {
+			v, w := binary.Uvarint(rest)
+			if w <= 0 {
+				return int(total)
+			}
+			h[i], rest = v, rest[w:]
+		}
+		if h[0] >= limit-total {
+			return int(limit)
+		}
+		total += h[0]
+		for done := h[1]; done < h[0]; {
+			op, w := binary.Uvarint(rest)
+			if w <= 0 || op/3 == 0 {
+				return int(total)
+			}
+			rest = rest[w:]
+			if op%3 == opLiteral {
+				if op/3 > uint64(len(rest)) {
+					return int(total)
+				}
+				rest = rest[op/3:]
+			}
+			done += op / 3
+		}
+	}
+	return int(total)
 }
