@@ -44,7 +44,8 @@ type Recent struct {
 type recentLog struct {
 	first   int64 // seq of entries[0]
 	entries []durable.Entry
-	closed  bool // the log is closed after entries
+	closed  bool                 // the log is closed after entries
+	mint    durable.OffsetMinter // the log's, made once: a paced run adds its tokens one by one
 }
 
 // Add records that batch was stored in runID's log from seq first on, and
@@ -93,7 +94,10 @@ func (c *Recent) add(scheme, runID string, first int64, batch [][]byte, copied b
 		l.entries = append(make([]durable.Entry, 0, 2*recentEntries), keep...)
 	}
 	at := len(l.entries)
-	l.entries = durable.NewOffsetMinter(scheme, runID).AppendEntries(l.entries, first, batch)
+	if l.mint == (durable.OffsetMinter{}) {
+		l.mint = durable.NewOffsetMinter(scheme, runID)
+	}
+	l.entries = l.mint.AppendEntries(l.entries, first, batch)
 	if copied {
 		// The batch's copy: one allocation, not one per entry. Each entry
 		// is capped, so that an append to one cannot write over the next.

@@ -178,3 +178,23 @@ func TestRecentEvictsClosedLogsFirst(t *testing.T) {
 		t.Fatalf("%d logs cached, bound %d", n, recentLogs)
 	}
 }
+
+// BenchmarkRecentAdd adds a paced run's tokens, one an append, to the
+// cache of a hundred open logs; an op is one token.
+func BenchmarkRecentAdd(b *testing.B) {
+	var c Recent
+	token := []byte(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"w7 ","timestamp":1796430488456}`)
+	runs := make([]string, 100)
+	for i := range runs {
+		runs[i] = fmt.Sprintf("load-dncdf8cm2p0f-%d-10", i)
+	}
+	seq := make([]int64, len(runs))
+	batch := [][]byte{token}
+	i := 0
+	for b.Loop() {
+		r := i % len(runs)
+		seq[r]++
+		c.AddOwned("sqlite", runs[r], seq[r], batch)
+		i++
+	}
+}
