@@ -205,15 +205,11 @@ func decodeShared(first, last int64, rest []byte, after, upTo int64, f func(seq 
 	buf := make([]byte, 0, sharedSize(rest, stop-first+1))
 	prevAt, prevEnd := 0, 0
 	for seq := first; seq <= stop; seq++ {
-		var h [2]uint64 // the entry's length and its prefix's
-		for i := range h {
-			v, w := binary.Uvarint(rest)
-			if w <= 0 {
-				return corrupt(seq)
-			}
-			h[i], rest = v, rest[w:]
+		size, pre, tail, ok := entryHead(rest)
+		if !ok {
+			return corrupt(seq)
 		}
-		size, pre := h[0], h[1]
+		rest = tail
 		prevLen := prevEnd - prevAt
 		if pre > size || pre > uint64(prevLen) {
 			return corrupt(seq)
@@ -279,19 +275,16 @@ func sharedSize(rest []byte, n int64) int {
 	limit := uint64(maxChunk) * uint64(len(rest))
 	var total uint64
 	for ; n > 0; n-- {
-		var h [2]uint64 // the entry's length and its prefix's
-		for i := range h {
-			v, w := binary.Uvarint(rest)
-			if w <= 0 {
-				return int(total)
-			}
-			h[i], rest = v, rest[w:]
+		size, pre, tail, ok := entryHead(rest)
+		if !ok {
+			return int(total)
 		}
-		if h[0] >= limit-total {
+		rest = tail
+		if size >= limit-total {
 			return int(limit)
 		}
-		total += h[0]
-		for done := h[1]; done < h[0]; {
+		total += size
+		for done := pre; done < size; {
 			op, w := binary.Uvarint(rest)
 			if w <= 0 || op/3 == 0 {
 				return int(total)
@@ -307,4 +300,18 @@ func sharedSize(rest []byte, n int64) int {
 		}
 	}
 	return int(total)
+}
+
+// entryHead reads the start of an entry in the shared form: its length
+// and its prefix's.
+func entryHead(data []byte) (size, pre uint64, rest []byte, ok bool) {
+	size, w := binary.Uvarint(data)
+	if w <= 0 {
+		return 0, 0, data, false
+	}
+	pre, w2 := binary.Uvarint(data[w:])
+	if w2 <= 0 {
+		return 0, 0, data, false
+	}
+	return size, pre, data[w+w2:], true
 }
