@@ -381,3 +381,38 @@ func logData(t *testing.T, s *sqlite.Store, run string) string {
 	}
 	return fmt.Sprint(got)
 }
+
+// A database is marked with the format it was written in; one marked with
+// a newer format than this version's is refused, named, and left as it
+// was.
+func TestRefusesANewerFormat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "goai.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(context.Background(), "r", [][]byte{[]byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	db := shutDown(t, s, path)
+	var v int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != 1 {
+		t.Fatalf("format mark %d (%v), want 1", v, err)
+	}
+	if _, err := db.Exec(`PRAGMA user_version = 7`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = sqlite.Open(path, nil)
+	if !errors.Is(err, sqlite.ErrNewerFormat) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "format 7") {
+		t.Fatalf("opening a database in format 7: %v", err)
+	}
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != 7 {
+		t.Fatalf("format mark after the refusal: %d (%v), want 7", v, err)
+	}
+}

@@ -365,6 +365,11 @@ func Open(path string, opts *Options) (*Store, error) {
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
+	marked, err := checkFormat(s.w, path)
+	if err != nil {
+		s.w.Close()
+		return nil, err
+	}
 	if _, err := s.w.Exec(schema); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("durable/sqlite: create schema in %s: %w", path, err)
@@ -372,6 +377,12 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err := migrate(s.w); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("durable/sqlite: migrate %s: %w", path, err)
+	}
+	if marked < format {
+		if _, err := s.w.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, format)); err != nil {
+			s.w.Close()
+			return nil, fmt.Errorf("durable/sqlite: mark the format of %s: %w", path, err)
+		}
 	}
 	if s.opts.WALLimit > 0 {
 		var pageSize int64
@@ -436,6 +447,31 @@ func Open(path string, opts *Options) (*Store, error) {
 // ErrInUse is Open's error when Options.OneProcess finds the file locked
 // by another process or store.
 var ErrInUse = errors.New("database in use")
+
+// ErrNewerFormat is Open's error for a database that a newer version wrote
+// in a format this one does not read.
+var ErrNewerFormat = errors.New("database written in a newer format")
+
+// format is the database format this version writes, kept in SQLite's
+// user_version: 1 has chunks of several entries in the shared form
+// (chunk.go). Versions before it left 0 and read no format mark; from 1
+// on, a version refuses a database whose mark is above its own instead of
+// misreading it. Raise it with every change an older version would
+// misread.
+const format = 1
+
+// checkFormat returns db's format mark, or ErrNewerFormat if it is newer
+// than this version's.
+func checkFormat(db *sql.DB, path string) (int, error) {
+	var v int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("durable/sqlite: format of %s: %w", path, err)
+	}
+	if v > format {
+		return v, fmt.Errorf("durable/sqlite: %s is in format %d, and this version reads up to %d: %w", path, v, format, ErrNewerFormat)
+	}
+	return v, nil
+}
 
 // checkpointInterval is how often the checkpointer copies the WAL back
 // into the database.
