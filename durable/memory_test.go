@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,11 +155,41 @@ func TestValidOffsetAndRunID(t *testing.T) {
 			t.Errorf("offset %q accepted", bad)
 		}
 	}
-	for _, good := range []string{"a", "s:v1:r%20x:12", "ü"} {
+	for _, good := range []string{"a", "s:v1:r%20x:12", "ü", "sqlite:v1:load-dncdf8cm2p0f-0-10:123456"} {
 		if !durable.ValidOffset(good) || !durable.ValidRunID(good) {
 			t.Errorf("%q refused", good)
 		}
 	}
+	// A NUL, CR or LF anywhere in a long offset (the bytes are checked
+	// eight at a time, then one at a time), and Unicode spaces at its ends.
+	long := "sqlite:v1:load-dncdf8cm2p0f-0-10:123456"
+	for i := range len(long) {
+		for _, c := range "\x00\r\n" {
+			bad := long[:i] + string(c) + long[i+1:]
+			if durable.ValidOffset(bad) || durable.ValidRunID(bad) {
+				t.Errorf("%q accepted", bad)
+			}
+		}
+	}
+	for _, bad := range []string{"\u00a0" + long, long + "\u2003", "\u3000x"} {
+		if durable.ValidOffset(bad) {
+			t.Errorf("offset %q accepted", bad)
+		}
+	}
+}
+
+// FuzzValidOffset: ValidOffset is its definition (docs/durable.md §1.3):
+// non-empty, no NUL, CR or LF, equal to its trimmed form.
+func FuzzValidOffset(f *testing.F) {
+	for _, s := range []string{"", "a", "s:v1:r:1", " a", "a\n", "0123456789\r", "ü", "\u00a0a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := s != "" && !strings.ContainsAny(s, "\x00\r\n") && strings.TrimSpace(s) == s
+		if got := durable.ValidOffset(s); got != want {
+			t.Fatalf("ValidOffset(%q) = %v, want %v", s, got, want)
+		}
+	})
 }
 
 func BenchmarkMemory(b *testing.B) {
