@@ -18,18 +18,19 @@ import (
 // entry as its length and the length of the prefix it shares with the
 // entry before it (uvarints), then the ops that rebuild the rest from that
 // entry: copies of its bytes, at the same place counted from the start or
-// from the end, and literal bytes. A model's tokens differ
-// from each other in a few bytes of their delta and timestamp, so a chunk
-// of them stores a fifth of their bytes or less, and every byte not stored
-// is one the WAL, its checksums, the checkpoint and the page cache do not
-// handle (docs/durable.md §3). Chunks of several written before that hold
-// each entry as its length (uvarint) and bytes; they are read as they are.
+// from the end, and literal bytes. A model's tokens differ from each other
+// in a few bytes of their delta and timestamp, so a chunk of them stores a
+// quarter of their bytes or less, and every byte not stored is one the
+// WAL, its checksums, the checkpoint and the page cache do not handle
+// (docs/durable.md §3). Chunks of several written before that hold each
+// entry as its length (uvarint) and bytes; they are read as they are.
 //
 // An op is a uvarint, 3n+k: n bytes, k what they are (opLiteral,
 // opCopyStart, opCopyEnd); the n bytes of a literal follow it. An entry's
-// prefix and copies take no more bytes in all than the entry before it has, so an
-// entry is no longer than that entry and its literals, and a chunk (of
-// maxChunk entries at most) rebuilds at most maxChunk times its bytes.
+// prefix and copies take no more bytes in all than the entry before it
+// has, so an entry is no longer than that entry and its literals, and a
+// chunk (of maxChunk entries at most) rebuilds at most maxChunk times its
+// bytes.
 
 // chunkShared starts a chunk of several entries in the shared form. An
 // older chunk of several starts with its first entry's length as a
