@@ -34,3 +34,16 @@ func BenchmarkDecodeChunk(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeJournalRow encodes a small batch into a new row's data,
+// as an append of a few entries to the journal does.
+func BenchmarkEncodeJournalRow(b *testing.B) {
+	var batch [][]byte
+	for i := range 8 {
+		batch = append(batch, fmt.Appendf(nil, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_7f3a","delta":"w%d ","timestamp":17964304884%02d}`, i, 3*i))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = encodeChunk(batch)
+	}
+}
