@@ -135,15 +135,25 @@ func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (dura
 	return out, err
 }
 
-// createTx records rec unless its run exists, and returns the run as
-// stored.
-func (s *Store) createTx(tx *writeTx, rec durable.RunRecord) (durable.RunRecord, error) {
+// insertTx records rec unless its run exists, and reports whether it did.
+func (s *Store) insertTx(tx *writeTx, rec durable.RunRecord) (bool, error) {
 	s.addingThread(rec.ThreadID)
 	res, err := tx.Stmt(s.st.runInsert).Exec(runArgs(rec)...)
 	if err != nil {
-		return durable.RunRecord{}, fmt.Errorf("durable/sqlite: create run: %w", err)
+		return false, fmt.Errorf("durable/sqlite: create run: %w", err)
 	}
-	if n, err := res.RowsAffected(); err == nil && n == 1 {
+	n, err := res.RowsAffected()
+	return err == nil && n == 1, nil
+}
+
+// createTx records rec unless its run exists, and returns the run as
+// stored.
+func (s *Store) createTx(tx *writeTx, rec durable.RunRecord) (durable.RunRecord, error) {
+	inserted, err := s.insertTx(tx, rec)
+	if err != nil {
+		return durable.RunRecord{}, err
+	}
+	if inserted {
 		// Inserted: the row is rec, and reading it back (a query and a
 		// scan of thirteen columns, on the writer) would say so.
 		return asStored(rec), nil
@@ -166,8 +176,35 @@ func (s *Store) StartRun(ctx context.Context, rec durable.RunRecord) (durable.Ru
 		claim   durable.Claim
 		claimed bool
 	)
+	// A new run is inserted claimed (epoch 1), and its start is its first
+	// heartbeat (leaseSeen): one statement where a claim and a lease row
+	// took two more, a fifth of the writer's work for a short run, and the
+	// lease row a WAL page of its own. A start time more than a second
+	// from the store's clock gets its heartbeat row.
+	claimable := rec.Status == durable.StatusRunning &&
+		(rec.DriverEpoch == nil || *rec.DriverEpoch == 0) &&
+		(rec.CancelRequested == nil || !*rec.CancelRequested)
+	fresh := rec
+	fresh.DriverEpoch = durable.Ptr(int64(1))
+	skew := s.opts.Now().Sub(rec.StartedAt)
+	beat := skew > time.Second || skew < -time.Second
 	err = s.exec(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
 		claimed = false
+		if claimable {
+			inserted, err := s.insertTx(tx, fresh)
+			if err != nil {
+				return err
+			}
+			if inserted {
+				s.jt.forget(rec.RunID)
+				out = asStored(fresh)
+				claim, claimed = durable.Claim{RunID: rec.RunID, Epoch: 1}, true
+				if beat {
+					return s.beatTx(tx, rec.RunID)
+				}
+				return nil
+			}
+		}
 		var err error
 		if out, err = s.createTx(tx, rec); err != nil {
 			return err
