@@ -2,6 +2,7 @@ package durable
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -49,21 +50,45 @@ func (m OffsetMinter) AppendEntries(dst []Entry, first int64, data [][]byte) []E
 		return dst
 	}
 	last := first + int64(len(data)) - 1
+	// Seqs are consecutive: the digits are counted up in place, not
+	// formatted anew for each entry; a second count finds where each
+	// offset ends.
+	var digitBuf [20]byte
 	var b strings.Builder
 	b.Grow(len(data) * (len(m.prefix) + decimalLen(last)))
-	var digits [20]byte
-	for i := range data {
+	digits := strconv.AppendInt(digitBuf[:0], first, 10)
+	for range data {
 		b.WriteString(m.prefix)
-		b.Write(strconv.AppendInt(digits[:0], first+int64(i), 10))
+		b.Write(digits)
+		digits = decimalIncrement(digits)
 	}
 	all := b.String()
+	dst = slices.Grow(dst, len(data))
+	digits = strconv.AppendInt(digitBuf[:0], first, 10)
 	at := 0
-	for i, d := range data {
-		n := len(m.prefix) + decimalLen(first+int64(i))
+	for _, d := range data {
+		n := len(m.prefix) + len(digits)
 		dst = append(dst, Entry{Offset: all[at : at+n], Data: d})
 		at += n
+		digits = decimalIncrement(digits)
 	}
 	return dst
+}
+
+// decimalIncrement adds one to the non-negative decimal number d, in
+// place when it keeps its length.
+func decimalIncrement(d []byte) []byte {
+	for i := len(d) - 1; i >= 0; i-- {
+		if d[i] != '9' {
+			d[i]++
+			return d
+		}
+		d[i] = '0'
+	}
+	// All nines: one more digit.
+	d = append(d, '0')
+	d[0] = '1'
+	return d
 }
 
 // decimalLen returns the length of n in decimal.
