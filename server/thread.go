@@ -67,7 +67,7 @@ func encodeUIMessages(msgs []agui.ModelMessage) (json.RawMessage, error) {
 	if ui == nil {
 		ui = []agui.UIMessage{}
 	}
-	return marshalNoEscape(ui)
+	return agui.AppendUIMessages(make([]byte, 0, 1024), ui)
 }
 
 func marshalNoEscape(v any) (json.RawMessage, error) {
