@@ -92,14 +92,18 @@ func (h *Handler) launchDurable(ctx context.Context, cancel context.CancelCauseF
 	// before the model starts, so no later save of the thread is
 	// overtaken by the first.
 	kept := make(chan error, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				kept <- h.recovered(v, "runId", runID)
-			}
+	if h.keepsRequest(cr) {
+		go func() {
+			defer func() {
+				if v := recover(); v != nil {
+					kept <- h.recovered(v, "runId", runID)
+				}
+			}()
+			kept <- h.keepRequest(p.bg(), runID, cr)
 		}()
-		kept <- h.keepRequest(p.bg(), runID, cr)
-	}()
+	} else {
+		kept <- nil // nothing to keep: no goroutine for it
+	}
 	turnSaved := make(chan struct{})
 	go func() {
 		defer close(turnSaved)

@@ -21,13 +21,20 @@ var ErrNotRedrivable = errors.New("server: the run cannot be taken over")
 // it.
 var ErrBusy = errors.New("server: draining or at its run limit; the run is left for a later sweep")
 
+// keepsRequest reports whether cr's request is kept for a takeover: by a
+// store that keeps requests, for a run whose work can be attached to again.
+func (h *Handler) keepsRequest(cr *chatRequest) bool {
+	_, ok := h.cfg.Store.(durable.RequestStore)
+	return ok && chat.CanAttach(&cr.opts)
+}
+
 // keepRequest stores the request of a run a successor could take over
 // (its adapter can attach), for Redrive. Other runs store nothing.
 func (h *Handler) keepRequest(ctx context.Context, runID string, cr *chatRequest) error {
-	rs, ok := h.cfg.Store.(durable.RequestStore)
-	if !ok || !chat.CanAttach(&cr.opts) {
+	if !h.keepsRequest(cr) {
 		return nil
 	}
+	rs := h.cfg.Store.(durable.RequestStore)
 	if err := rs.SaveRequest(ctx, runID, cr.body); err != nil {
 		return fmt.Errorf("storing the run's request: %w", err)
 	}
