@@ -190,9 +190,10 @@ func (s *Store) StartRun(ctx context.Context, rec durable.RunRecord) (durable.Ru
 	beat := skew > time.Second || skew < -time.Second
 	err = s.exec(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
 		claimed = false
+		var err error
 		if claimable {
-			inserted, err := s.insertTx(tx, fresh)
-			if err != nil {
+			var inserted bool
+			if inserted, err = s.insertTx(tx, fresh); err != nil {
 				return err
 			}
 			if inserted {
@@ -204,9 +205,11 @@ func (s *Store) StartRun(ctx context.Context, rec durable.RunRecord) (durable.Ru
 				}
 				return nil
 			}
+			out, _, err = s.getTx(tx, rec.RunID) // it exists: as stored
+		} else {
+			out, err = s.createTx(tx, rec)
 		}
-		var err error
-		if out, err = s.createTx(tx, rec); err != nil {
+		if err != nil {
 			return err
 		}
 		if out.Owner != rec.Owner || out.Status != durable.StatusRunning || (out.CancelRequested != nil && *out.CancelRequested) {
