@@ -61,6 +61,13 @@ type journalTails struct {
 	open        map[string]int64 // run -> driver epoch (0: none), for open logs
 	pendingOpen map[string]int64
 
+	// started is the driver epoch of the runs StartRun inserted whose log
+	// is not known yet (pendingStarted: the transaction in progress's). A
+	// first append creates the log if absent instead of reading the log's
+	// state and the run's epoch, a query of two tables for every run.
+	started        map[string]int64
+	pendingStarted map[string]int64
+
 	// copies is the journal's rows as this writer inserted them, so that
 	// a compaction moves them without reading them back (a query that
 	// was about 40 % of a compaction's time, spent while every append
@@ -130,23 +137,50 @@ func (j *journalTails) setOpen(runID string, epoch int64) {
 		j.pendingOpen = make(map[string]int64)
 	}
 	j.pendingOpen[runID] = epoch
+	// The open log's entry says it all now. (A rollback then forgets
+	// both: the next append asks the database, as for any run.)
+	delete(j.pendingStarted, runID)
+	delete(j.started, runID)
+}
+
+// setStarted records, in the transaction in progress, that this writer
+// inserted runID's run at driver epoch epoch.
+func (j *journalTails) setStarted(runID string, epoch int64) {
+	if j.pendingStarted == nil {
+		j.pendingStarted = make(map[string]int64)
+	}
+	j.pendingStarted[runID] = epoch
+}
+
+// startedEpoch returns the driver epoch of a run setStarted recorded.
+func (j *journalTails) startedEpoch(runID string) (int64, bool) {
+	if e, ok := j.pendingStarted[runID]; ok {
+		return e, true
+	}
+	e, ok := j.started[runID]
+	return e, ok
 }
 
 // forgetState drops what is known of runID's log state and epoch.
 func (j *journalTails) forgetState(runID string) {
 	delete(j.pendingOpen, runID)
 	delete(j.open, runID)
+	delete(j.pendingStarted, runID)
+	delete(j.started, runID)
 }
 
 // forgetAllStates drops what is known of every log's state and epoch.
 func (j *journalTails) forgetAllStates() {
 	clear(j.pendingOpen)
 	clear(j.open)
+	clear(j.pendingStarted)
+	clear(j.started)
 }
 
 func (j *journalTails) committed() {
 	j.tails = merge(j.tails, j.pending)
 	j.open = merge(j.open, j.pendingOpen)
+	j.started = merge(j.started, j.pendingStarted)
 	j.rows += j.pendingRows
 	j.pendingRows = 0
 	if j.copiesWhole {
@@ -171,6 +205,7 @@ func merge(known, pending map[string]int64) map[string]int64 {
 func (j *journalTails) rolledBack() {
 	clear(j.pending)
 	clear(j.pendingOpen)
+	clear(j.pendingStarted)
 	j.pendingRows = 0
 	clear(j.pendingCopies)
 	j.pendingCopies = j.pendingCopies[:0]
@@ -197,6 +232,7 @@ func (s *Store) checkForeignWrites() error {
 	if !s.jt.versionKnown || v != s.jt.version {
 		clear(s.jt.tails)
 		clear(s.jt.open)
+		clear(s.jt.started)
 		s.jt.journalChanged()
 		s.jt.version, s.jt.versionKnown = v, true
 	}

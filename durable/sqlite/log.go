@@ -91,24 +91,35 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, 
 	// page and reads nothing.
 	epoch, open := s.jt.openEpoch(runID)
 	var closed sql.NullInt64
+	created, known := false, open
 	if !open {
-		if closed, epoch, err = s.appendState(tx, runID); err != nil {
-			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
+		// A run this writer started has its epoch known and, most
+		// likely, no log yet: the log is created if absent, and only a
+		// log that was there is asked about. (If the fence below then
+		// fails, the op's failure rolls the creation back.)
+		if epoch, known = s.jt.startedEpoch(runID); known {
+			if created, err = s.createLog(tx, runID, now); err != nil {
+				return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
+			}
+		}
+		if !known || !created {
+			if closed, epoch, err = s.appendState(tx, runID); err != nil {
+				return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
+			}
 		}
 	}
 	if opts.Epoch > 0 && epoch != opts.Epoch {
 		return 0, 0, false, nil, &durable.ClaimLostError{RunID: runID, Held: opts.Epoch, Observed: epoch}
 	}
-	created := false
 	if !open {
 		switch {
+		case created:
 		case closed.Int64 != 0:
 			return 0, 0, false, nil, fmt.Errorf("%w: run %q", durable.ErrLogClosed, runID)
 		case !closed.Valid:
-			if _, err := tx.Stmt(s.st.logCreate).Exec(runID, now.UnixMilli()); err != nil {
+			if created, err = s.createLog(tx, runID, now); err != nil {
 				return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 			}
-			created = true
 		}
 		s.jt.setOpen(runID, epoch)
 	}
@@ -166,9 +177,21 @@ func (s *Store) producerBatch(tx *writeTx, runID string, p durable.Producer) (fi
 // appendState reads whether runID's log is closed (not valid: it has no
 // log yet) and its run's driver epoch.
 func (s *Store) appendState(tx *writeTx, runID string) (closed sql.NullInt64, epoch int64, err error) {
+	s.stateQueries.Add(1)
 	var e sql.NullInt64
 	err = tx.Stmt(s.st.appendState).QueryRow(runID).Scan(&closed, &e)
 	return closed, e.Int64, err
+}
+
+// createLog creates runID's log unless it has one, and reports whether it
+// did.
+func (s *Store) createLog(tx *writeTx, runID string, now time.Time) (bool, error) {
+	res, err := tx.Stmt(s.st.logCreate).Exec(runID, now.UnixMilli())
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // putChunks inserts batch as runID's entries from seq first on, in chunks

@@ -198,6 +198,7 @@ func (s *Store) StartRun(ctx context.Context, rec durable.RunRecord) (durable.Ru
 			}
 			if inserted {
 				s.jt.forget(rec.RunID)
+				s.jt.setStarted(rec.RunID, 1)
 				out = asStored(fresh)
 				claim, claimed = durable.Claim{RunID: rec.RunID, Epoch: 1}, true
 				if beat {

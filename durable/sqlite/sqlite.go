@@ -115,6 +115,8 @@ type Store struct {
 	ownersLoaded chan struct{} // closed when owners' load has ended
 	// ownerQueries counts ThreadOwner's queries (for the owners' cache's tests).
 	ownerQueries atomic.Int64
+	// stateQueries counts the appends' queries of a log's state (for tests).
+	stateQueries atomic.Int64
 	ckDone       chan struct{}
 	catchUp      chan struct{} // the checkpointer asks the writer to finish its checkpoint
 	walFrames    int64         // Options.WALLimit in frames; 0: no limit

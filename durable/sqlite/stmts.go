@@ -115,7 +115,7 @@ func (s *Store) prepare() error {
 		rollback:     w(`ROLLBACK`),
 		producerGet:  w(`SELECT first_seq, n FROM goai_producers WHERE run_id = ? AND producer_id = ? AND producer_seq = ?`),
 		appendState:  w(appendStateSQL),
-		logCreate:    w(`INSERT INTO goai_logs (run_id, last_seq, created_at, id) VALUES (?1, 0, ?2, ` + newLogID + `)`),
+		logCreate:    w(`INSERT INTO goai_logs (run_id, last_seq, created_at, id) VALUES (?1, 0, ?2, ` + newLogID + `) ON CONFLICT (run_id) DO NOTHING`),
 		tailGet:      w(`SELECT ` + tailSQL),
 		journalPut:   w(`INSERT INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES (?, ?, ?, ?)`),
 		chunkPut:     w(`INSERT INTO goai_chunks (log, first_seq, last_seq, data) VALUES (` + logOf + `, ?2, ?3, ?4)`),
