@@ -491,3 +491,45 @@ func TestCommitGapAdapts(t *testing.T) {
 		t.Fatalf("a fixed gap moved to %v", fixed.gap)
 	}
 }
+
+// Producers that batch (an unpaced model's appends, many entries a write)
+// do not grow the gap, and a few of them are not made to wait for it:
+// each has its next batch queued behind the one being stored. Many of them
+// still share commits across the gap, and paced writers (an entry a write)
+// wait for it as before.
+func TestCommitGapBatching(t *testing.T) {
+	const lo, hi = 2 * time.Millisecond, 5 * time.Millisecond
+	commits := func(g *gapper, n, writes, entries int) {
+		for range n {
+			g.committing(writes, 256)
+			g.lastCommit = time.Now()
+			g.carrying(writes, entries)
+		}
+	}
+	few := gapper{min: lo, max: hi, gap: lo, avgWrites: fewWrites * 16}
+	commits(&few, 40, 12, 12*25)
+	if !few.batching() || few.gap != lo {
+		t.Fatalf("a few batching producers: batching %v, gap %v; want true, %v", few.batching(), few.gap, lo)
+	}
+	if w := few.wait(); w > 0 {
+		t.Fatalf("a few batching producers wait %v for the gap", w)
+	}
+	many := gapper{min: lo, max: hi, gap: lo, avgWrites: fewWrites * 16}
+	commits(&many, 40, 4*fewWrites, 4*fewWrites*25)
+	if w := many.wait(); w <= 0 || w > lo {
+		t.Fatalf("many batching producers wait %v, want up to %v", w, lo)
+	}
+	paced := gapper{min: lo, max: hi, gap: lo, avgWrites: fewWrites * 16}
+	commits(&paced, 40, 12, 12)
+	if paced.batching() || paced.gap != hi {
+		t.Fatalf("paced writers: batching %v, gap %v; want false, %v", paced.batching(), paced.gap, hi)
+	}
+	if w := paced.wait(); w <= lo {
+		t.Fatalf("paced writers wait %v, want the grown gap", w)
+	}
+	// Batching that stops (the model is paced again) lets the gap grow.
+	commits(&few, 40, 12, 12)
+	if few.batching() || few.gap != hi {
+		t.Fatalf("after the batching stopped: batching %v, gap %v", few.batching(), few.gap)
+	}
+}

@@ -62,6 +62,9 @@ func (s *Store) appendJob(tx *writeTx, a *appendJob) (err error) {
 		return nil
 	}
 	a.first, a.n, a.stored, a.entry, err = s.appendTx(tx, a.runID, a.batch, a.take != nil, a.opts, s.opts.Now())
+	if a.stored {
+		s.carried += int(a.n)
+	}
 	return err
 }
 
