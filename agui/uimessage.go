@@ -117,14 +117,18 @@ func (p UIPart) MarshalJSON() ([]byte, error) {
 	if p.RawJSON != nil && !isKnownPart(p.Type) {
 		return p.RawJSON, nil
 	}
-	return p.appendJSON(make([]byte, 0, 128)), nil
+	return p.appendJSON(make([]byte, 0, 128))
 }
 
 // appendJSON appends the part as MarshalJSON writes it, compacted as
-// encoding/json compacts a Marshaler's output.
-func (p *UIPart) appendJSON(b []byte) []byte {
+// encoding/json compacts a Marshaler's output. A raw JSON field that is
+// not JSON is an error, as encoding/json makes it.
+func (p *UIPart) appendJSON(b []byte) ([]byte, error) {
 	if p.RawJSON != nil && !isKnownPart(p.Type) {
-		return appendCompact(b, p.RawJSON)
+		if !json.Valid(p.RawJSON) {
+			return nil, fmt.Errorf("agui: %s part: invalid JSON", p.Type)
+		}
+		return appendCompact(b, p.RawJSON), nil
 	}
 	o := &obj{b: append(b, '{'), start: len(b)}
 	o.str("type", p.Type)
@@ -174,7 +178,10 @@ func (p *UIPart) appendJSON(b []byte) []byte {
 			o.strAlways("errorMessage", *p.ErrorMessage)
 		}
 	}
-	return o.close()
+	if o.err != nil {
+		return nil, fmt.Errorf("agui: %s part: %w", p.Type, o.err)
+	}
+	return o.close(), nil
 }
 
 func isKnownPart(t string) bool {
@@ -321,7 +328,8 @@ func present(m map[string]json.RawMessage, key string) json.RawMessage {
 // start on.
 type obj struct {
 	b     []byte
-	start int // where the object's '{' is in b
+	start int   // where the object's '{' is in b
+	err   error // a raw value that is not JSON
 }
 
 func newObj() *obj { return &obj{b: append(make([]byte, 0, 128), '{')} }
@@ -346,10 +354,15 @@ func (o *obj) strAlways(k, v string) {
 }
 
 func (o *obj) raw(k string, v json.RawMessage) {
-	if v != nil {
-		o.key(k)
-		o.b = appendCompact(o.b, v)
+	if v == nil {
+		return
 	}
+	if !json.Valid(v) {
+		o.err = fmt.Errorf("invalid JSON in %q", k)
+		return
+	}
+	o.key(k)
+	o.b = appendCompact(o.b, v)
 }
 
 // any writes v unless it is a nil map, slice or pointer.
@@ -426,7 +439,10 @@ func AppendUIMessages(b []byte, msgs []UIMessage) ([]byte, error) {
 				if j > 0 {
 					b = append(b, ',')
 				}
-				b = m.Parts[j].appendJSON(b)
+				var err error
+				if b, err = m.Parts[j].appendJSON(b); err != nil {
+					return nil, err
+				}
 			}
 			b = append(b, ']')
 		}

@@ -66,6 +66,25 @@ func TestAppendUIMessagesMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// A raw field that is not JSON fails the encoding, as it fails
+// encoding/json's, rather than writing a transcript that is not JSON.
+func TestAppendUIMessagesRefusesInvalidRawJSON(t *testing.T) {
+	for _, part := range []UIPart{
+		{Type: PartToolCall, ID: "c", Name: "n", Input: json.RawMessage(`{"a":`)},
+		{Type: PartToolCall, ID: "c", Name: "n", Output: json.RawMessage(`{ "a": }`)},
+		{Type: PartStructuredOutput, Data: json.RawMessage(`nope`)},
+		{Type: "data-x", RawJSON: json.RawMessage(`{"type":"data-x"`)},
+	} {
+		msgs := []UIMessage{{ID: "a", Role: "assistant", Parts: []UIPart{part}}}
+		if _, err := json.Marshal(msgs); err == nil {
+			t.Fatalf("encoding/json accepted %+v", part)
+		}
+		if b, err := AppendUIMessages(nil, msgs); err == nil {
+			t.Fatalf("AppendUIMessages wrote %s for %+v", b, part)
+		}
+	}
+}
+
 // FuzzAppendUIMessages holds the encoder to encoding/json's output for
 // messages built from the fuzzer's strings.
 func FuzzAppendUIMessages(f *testing.F) {
