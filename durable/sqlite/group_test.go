@@ -502,34 +502,36 @@ func TestCommitGapBatching(t *testing.T) {
 	commits := func(g *gapper, n, writes, entries int) {
 		for range n {
 			g.committing(writes, 256)
-			g.lastCommit = time.Now()
 			g.carrying(writes, entries)
 		}
+	}
+	// waits reports whether g would wait at all, whatever time it is: its
+	// last commit is put an hour ahead, so that a gap left is never spent.
+	waits := func(g *gapper) bool {
+		g.lastCommit = time.Now().Add(time.Hour)
+		return g.wait() > 0
 	}
 	few := gapper{min: lo, max: hi, gap: lo, avgWrites: fewWrites * 16}
 	commits(&few, 40, 12, 12*25)
 	if !few.batching() || few.gap != lo {
 		t.Fatalf("a few batching producers: batching %v, gap %v; want true, %v", few.batching(), few.gap, lo)
 	}
-	if w := few.wait(); w > 0 {
-		t.Fatalf("a few batching producers wait %v for the gap", w)
+	if waits(&few) {
+		t.Fatal("a few batching producers wait for the gap")
 	}
 	many := gapper{min: lo, max: hi, gap: lo, avgWrites: fewWrites * 16}
 	commits(&many, 40, 4*fewWrites, 4*fewWrites*25)
-	if w := many.wait(); w <= 0 || w > lo {
-		t.Fatalf("many batching producers wait %v, want up to %v", w, lo)
+	if !many.batching() || many.gap != lo || !waits(&many) {
+		t.Fatalf("many batching producers: batching %v, gap %v, waiting %v; want true, %v, true", many.batching(), many.gap, waits(&many), lo)
 	}
 	paced := gapper{min: lo, max: hi, gap: lo, avgWrites: fewWrites * 16}
 	commits(&paced, 40, 12, 12)
-	if paced.batching() || paced.gap != hi {
-		t.Fatalf("paced writers: batching %v, gap %v; want false, %v", paced.batching(), paced.gap, hi)
-	}
-	if w := paced.wait(); w <= lo {
-		t.Fatalf("paced writers wait %v, want the grown gap", w)
+	if paced.batching() || paced.gap != hi || !waits(&paced) {
+		t.Fatalf("paced writers: batching %v, gap %v; want false, %v, and a wait", paced.batching(), paced.gap, hi)
 	}
 	// Batching that stops (the model is paced again) lets the gap grow.
 	commits(&few, 40, 12, 12)
-	if few.batching() || few.gap != hi {
+	if few.batching() || few.gap != hi || !waits(&few) {
 		t.Fatalf("after the batching stopped: batching %v, gap %v", few.batching(), few.gap)
 	}
 }

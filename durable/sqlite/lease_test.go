@@ -110,21 +110,7 @@ func TestStartRunBeatsWithItsStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var leased []string
-	rows, err := db.Query(`SELECT run_id FROM goai_leases ORDER BY run_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		leased = append(leased, id)
-	}
-	if err := rows.Close(); err != nil {
-		t.Fatal(err)
-	}
+	leased := queryStrings(t, db, `SELECT run_id FROM goai_leases ORDER BY run_id`)
 	if want := []string{"ahead", "old"}; !slices.Equal(leased, want) {
 		t.Fatalf("lease rows for %v, want %v", leased, want)
 	}

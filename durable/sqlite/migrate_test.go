@@ -192,21 +192,7 @@ func TestMigratesChunksToNumberedLogs(t *testing.T) {
 		t.Fatalf("append to a log opened by the migration: %v", err)
 	}
 	db := shutDown(t, s, path)
-	rows, err := db.Query(`SELECT run_id FROM goai_logs ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var order []string
-	for rows.Next() {
-		var run string
-		if err := rows.Scan(&run); err != nil {
-			t.Fatal(err)
-		}
-		order = append(order, run)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	order := queryStrings(t, db, `SELECT run_id FROM goai_logs ORDER BY id`)
 	// By creation time; the logs the migration opened were created at 0.
 	if got := fmt.Sprint(order); got != "[lost stray early late new]" {
 		t.Fatalf("logs by number: %s", got)

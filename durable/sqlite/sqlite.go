@@ -923,6 +923,7 @@ func (s *Store) commit(group []*op) {
 		if err := s.run(tx, o); err != nil {
 			tx.Rollback()
 			s.jt.rolledBack()
+			s.carried = 0 // what the group appended is gone; the retries count theirs
 			for _, o := range group {
 				s.commitAlone(o)
 			}

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,28 @@ import (
 )
 
 func open(t testing.TB, path string) *sqlite.Store { return openWith(t, path, nil) }
+
+// queryStrings returns the first column of query's rows on db, as strings.
+func queryStrings(t *testing.T, db *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
 
 func openWith(t testing.TB, path string, opts *sqlite.Options) *sqlite.Store {
 	t.Helper()
@@ -410,22 +433,7 @@ func TestCompactionMergesJournalRows(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM goai_chunk_journal`).Scan(&journal); err != nil || journal != 0 {
 		t.Fatalf("journal rows after the compaction: %d %v", journal, err)
 	}
-	rows, err := db.Query(`SELECT l.run_id, c.first_seq, c.last_seq FROM goai_chunks c JOIN goai_logs l ON l.id = c.log ORDER BY l.run_id, c.last_seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for rows.Next() {
-		var run string
-		var first, last int64
-		if err := rows.Scan(&run, &first, &last); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, fmt.Sprintf("%s %d-%d", run, first, last))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	got := queryStrings(t, db, `SELECT l.run_id || ' ' || c.first_seq || '-' || c.last_seq FROM goai_chunks c JOIN goai_logs l ON l.id = c.log ORDER BY l.run_id, c.last_seq`)
 	// a: tokens 1-30 and 51-79 around the batch 31-50; b: 64 + 36 tokens.
 	if w := []string{"a 1-30", "a 31-50", "a 51-79", "b 1-64", "b 65-100"}; !slices.Equal(got, w) {
 		t.Fatalf("chunks %q, want %q", got, w)
