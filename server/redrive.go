@@ -28,14 +28,10 @@ func (h *Handler) keepsRequest(cr *chatRequest) bool {
 	return ok && chat.CanAttach(&cr.opts)
 }
 
-// keepRequest stores the request of a run a successor could take over
-// (its adapter can attach), for Redrive. Other runs store nothing.
+// keepRequest stores the request of a run a successor could take over,
+// for Redrive: one keepsRequest said to keep.
 func (h *Handler) keepRequest(ctx context.Context, runID string, cr *chatRequest) error {
-	if !h.keepsRequest(cr) {
-		return nil
-	}
-	rs := h.cfg.Store.(durable.RequestStore)
-	if err := rs.SaveRequest(ctx, runID, cr.body); err != nil {
+	if err := h.cfg.Store.(durable.RequestStore).SaveRequest(ctx, runID, cr.body); err != nil {
 		return fmt.Errorf("storing the run's request: %w", err)
 	}
 	return nil
