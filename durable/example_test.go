@@ -29,10 +29,10 @@ func Example() {
 		fmt.Printf("id: %s\ndata: %s\n\n", e.Offset, e.Data)
 	}
 	// Output:
-	// id: memory:v1:run-1:2
+	// id: NWmDaF4i:2
 	// data: {"type":"TEXT_MESSAGE_CONTENT","delta":"Hi"}
 	//
-	// id: memory:v1:run-1:3
+	// id: NWmDaF4i:3
 	// data: {"type":"RUN_FINISHED"}
 }
 

@@ -48,7 +48,7 @@ type MemoryOptions struct {
 // Memory is an in-process Store (memoryStream and InMemoryRunStore upstream):
 // exactly-once within the process, gone with it. Closed logs are evicted on
 // the creation of a new log after Retention, or oldest first beyond MaxLogs.
-// Offsets look like "memory:v1:<run id>:<seq>".
+// Its offsets are FormatOffset's for the scheme "memory".
 type Memory struct {
 	opts MemoryOptions
 

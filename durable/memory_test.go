@@ -137,11 +137,73 @@ func TestOffsetCodec(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []string{"s:v1:r:0", "s:v1:r:01", "s:v1:r:-1", "s:v1:r:", "s:v1:r", "s:v1:r:1x", "s:v1:r:99999999999999999999"} {
+	tag := strings.TrimSuffix(durable.FormatOffset("s", "r", 1), "1")
+	for _, bad := range []string{"s:v1:r:0", "s:v1:r:01", "s:v1:r:-1", "s:v1:r:", "s:v1:r", "s:v1:r:1x", "s:v1:r:99999999999999999999",
+		tag + "0", tag + "01", tag + "-1", tag, tag + "1x", tag + "99999999999999999999", tag[1:] + "1", "x" + tag + "1", tag + ":1",
+		"s:v2:r:1", "t:v1:r:1", "s:v1:q:1"} {
 		if _, err := durable.ParseOffset("s", "r", bad); !errors.Is(err, durable.ErrInvalidOffset) {
 			t.Fatalf("ParseOffset(%q) accepted", bad)
 		}
 	}
+}
+
+// TestOffsetForm pins the offsets' form: a client may hold one across an
+// upgrade, so a change to it must be deliberate. It also reads the form
+// minted before (docs/durable.md §1.3), for the run it names only.
+func TestOffsetForm(t *testing.T) {
+	for _, c := range []struct {
+		scheme, run string
+		seq         int64
+		want        string
+	}{
+		{"sqlite", "load-abcdefgh-12-34", 57, "vQwp567P:57"},
+		{"memory", "run-1", 1, "NWmDaF4i:1"},
+		{"pg", "run-1", 10, "ONvleT8u:10"},
+	} {
+		if got := durable.FormatOffset(c.scheme, c.run, c.seq); got != c.want {
+			t.Errorf("FormatOffset(%q, %q, %d) = %q, want %q", c.scheme, c.run, c.seq, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		run, off string
+		seq      int64
+	}{
+		{"run-1", "sqlite:v1:run-1:7", 7},
+		{"a b:c", "sqlite:v1:a+b%3Ac:12", 12},
+	} {
+		if seq, err := durable.ParseOffset("sqlite", c.run, c.off); err != nil || seq != c.seq {
+			t.Errorf("ParseOffset(%q) of run %q = %d, %v; want %d", c.off, c.run, seq, err, c.seq)
+		}
+		if _, err := durable.ParseOffset("sqlite", c.run+"x", c.off); !errors.Is(err, durable.ErrInvalidOffset) {
+			t.Errorf("ParseOffset(%q) accepted for another run: %v", c.off, err)
+		}
+		if _, err := durable.ParseOffset("memory", c.run, c.off); !errors.Is(err, durable.ErrInvalidOffset) {
+			t.Errorf("ParseOffset(%q) accepted for another scheme: %v", c.off, err)
+		}
+	}
+}
+
+// FuzzParseOffset: ParseOffset never panics, and what it accepts is an
+// offset of the run in one of its two forms, with a seq of 1 or more.
+func FuzzParseOffset(f *testing.F) {
+	for _, s := range []string{"", "s:v1:r:1", durable.FormatOffset("s", "r", 12), "s:v1:r%3A:9", "abcdefgh:1", ":", "s:v1::"} {
+		f.Add("r", s)
+	}
+	f.Fuzz(func(t *testing.T, run, off string) {
+		seq, err := durable.ParseOffset("s", run, off)
+		if err != nil {
+			if !errors.Is(err, durable.ErrInvalidOffset) {
+				t.Fatalf("ParseOffset(%q, %q): %v is not ErrInvalidOffset", run, off, err)
+			}
+			return
+		}
+		if seq < 1 {
+			t.Fatalf("ParseOffset(%q, %q) = %d", run, off, seq)
+		}
+		if off != durable.FormatOffset("s", run, seq) && !strings.HasPrefix(off, "s:v1:") {
+			t.Fatalf("ParseOffset(%q, %q) = %d: neither form of that seq", run, off, seq)
+		}
+	})
 }
 
 func TestValidOffsetAndRunID(t *testing.T) {
@@ -284,7 +346,7 @@ func TestMemoryIndexesFollowPrune(t *testing.T) {
 // BenchmarkValidOffset checks an offset as the SQLite store mints them,
 // which a server does for every entry it sends.
 func BenchmarkValidOffset(b *testing.B) {
-	off := "sqlite:v1:load-dncdf8cm2p0f-0-10:123456"
+	off := durable.FormatOffset("sqlite", "load-dncdf8cm2p0f-0-10", 123456)
 	for b.Loop() {
 		if !durable.ValidOffset(off) {
 			b.Fatal("refused")

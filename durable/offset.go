@@ -1,6 +1,8 @@
 package durable
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"net/url"
 	"slices"
 	"strconv"
@@ -8,10 +10,42 @@ import (
 )
 
 // The offset codec shared by this module's backends. An offset is
-// "<scheme>:v1:<query-escaped run id>:<seq>", seq counting from 1 per run.
-// The run id inside lets a backend reject an offset minted for another run;
-// query escaping keeps the result free of white space, NUL, CR and LF and of
-// the ':' separator. Callers outside a backend must treat offsets as opaque.
+// "<tag>:<seq>", seq counting from 1 per run, and tag eight base64url
+// characters that name the log: 48 bits of a hash of the backend's scheme
+// and the run id (logTag). The tag lets a backend reject an offset minted
+// for another run or by another kind of backend, and keeps the offset free
+// of white space, NUL, CR and LF and of the ':' separator. Callers outside
+// a backend must treat offsets as opaque.
+//
+// Offsets were "<scheme>:v1:<query-escaped run id>:<seq>" before
+// (docs/durable.md §1.3): ParseOffset still reads those, so that a client
+// holding one resumes across an upgrade. Every event on the wire carries
+// its offset, and that form put the run id in each: about a quarter of an
+// unpaced token's bytes.
+
+// offsetTagLen is the length of a log's tag.
+const offsetTagLen = 8
+
+// logTag returns the tag of runID's log in a backend identified by scheme:
+// the top 48 bits of the 64-bit FNV-1a hash of scheme, a NUL and runID, in
+// base64url. It is no secret and guards nothing: a reader of a run may
+// read all of it, so a tag that two runs share by chance (one pair in
+// 2^48) only lets a client's wrong offset through as a position in the
+// right run.
+func logTag(scheme, runID string) string {
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
+	for i := 0; i < len(scheme); i++ {
+		h = (h ^ uint64(scheme[i])) * prime64
+	}
+	h *= prime64 // the NUL between them
+	for i := 0; i < len(runID); i++ {
+		h = (h ^ uint64(runID[i])) * prime64
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], h)
+	return base64.RawURLEncoding.EncodeToString(b[:6])
+}
 
 // FormatOffset mints the offset of entry seq (from 1) of runID's log in a
 // backend identified by scheme (for example "sqlite").
@@ -20,14 +54,14 @@ func FormatOffset(scheme, runID string, seq int64) string {
 }
 
 // OffsetMinter mints the offsets of one run's log: FormatOffset with the
-// run id escaped once, for a reader that mints one per entry.
+// log's tag computed once, for a reader that mints one per entry.
 type OffsetMinter struct {
-	prefix string // "<scheme>:v1:<escaped run id>:"
+	prefix string // "<tag>:"
 }
 
 // NewOffsetMinter returns the minter of runID's offsets in scheme.
 func NewOffsetMinter(scheme, runID string) OffsetMinter {
-	return OffsetMinter{prefix: scheme + ":v1:" + url.QueryEscape(runID) + ":"}
+	return OffsetMinter{prefix: logTag(scheme, runID) + ":"}
 }
 
 // Offset returns FormatOffset(scheme, runID, seq).
@@ -106,8 +140,8 @@ func decimalLen(n int64) int {
 }
 
 // ParseOffset decodes a concrete (non-sentinel) offset minted by
-// FormatOffset for scheme and runID and returns its seq. Any other string
-// yields an *OffsetError naming the offset.
+// FormatOffset for scheme and runID, or in the earlier form, and returns
+// its seq. Any other string yields an *OffsetError naming the offset.
 func ParseOffset(scheme, runID, off string) (int64, error) {
 	bad := func(reason string) (int64, error) {
 		return 0, &OffsetError{RunID: runID, Offset: off, Reason: reason}
@@ -115,22 +149,30 @@ func ParseOffset(scheme, runID, off string) (int64, error) {
 	if !ValidOffset(off) {
 		return bad("malformed")
 	}
-	rest, ok := strings.CutPrefix(off, scheme+":v1:")
-	if !ok {
-		return bad("not minted by this " + scheme + " log")
+	var seqText string
+	if rest, ok := strings.CutPrefix(off, scheme+":v1:"); ok {
+		i := strings.LastIndexByte(rest, ':')
+		if i < 0 {
+			return bad("malformed")
+		}
+		run, err := url.QueryUnescape(rest[:i])
+		if err != nil {
+			return bad("malformed run id")
+		}
+		if run != runID {
+			return bad("minted for another run")
+		}
+		seqText = rest[i+1:]
+	} else {
+		tag, rest, ok := strings.Cut(off, ":")
+		if !ok || len(tag) != offsetTagLen {
+			return bad("not minted by this " + scheme + " log")
+		}
+		if tag != logTag(scheme, runID) {
+			return bad("minted for another run or by another kind of store")
+		}
+		seqText = rest
 	}
-	i := strings.LastIndexByte(rest, ':')
-	if i < 0 {
-		return bad("malformed")
-	}
-	run, err := url.QueryUnescape(rest[:i])
-	if err != nil {
-		return bad("malformed run id")
-	}
-	if run != runID {
-		return bad("minted for another run")
-	}
-	seqText := rest[i+1:]
 	if seqText == "" || seqText[0] < '1' || seqText[0] > '9' {
 		return bad("malformed sequence")
 	}

@@ -130,16 +130,16 @@ func Example_durable() {
 	}
 	post("")
 	fmt.Println("-- resumed after offset 3:")
-	post("memory:v1:run-1:3")
+	post("NWmDaF4i:3") // the id of the third event above
 	// Output:
-	// memory:v1:run-1:1 RUN_STARTED
-	// memory:v1:run-1:2 CUSTOM run.accepted
-	// memory:v1:run-1:3 TEXT_MESSAGE_START
-	// memory:v1:run-1:4 TEXT_MESSAGE_CONTENT
-	// memory:v1:run-1:5 TEXT_MESSAGE_END
-	// memory:v1:run-1:6 RUN_FINISHED
+	// NWmDaF4i:1 RUN_STARTED
+	// NWmDaF4i:2 CUSTOM run.accepted
+	// NWmDaF4i:3 TEXT_MESSAGE_START
+	// NWmDaF4i:4 TEXT_MESSAGE_CONTENT
+	// NWmDaF4i:5 TEXT_MESSAGE_END
+	// NWmDaF4i:6 RUN_FINISHED
 	// -- resumed after offset 3:
-	// memory:v1:run-1:4 TEXT_MESSAGE_CONTENT
-	// memory:v1:run-1:5 TEXT_MESSAGE_END
-	// memory:v1:run-1:6 RUN_FINISHED
+	// NWmDaF4i:4 TEXT_MESSAGE_CONTENT
+	// NWmDaF4i:5 TEXT_MESSAGE_END
+	// NWmDaF4i:6 RUN_FINISHED
 }

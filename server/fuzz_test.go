@@ -23,6 +23,7 @@ func FuzzHandler(f *testing.F) {
 	for _, seed := range []struct{ method, path, hdr, body string }{
 		{"POST", "/api/chat", "X-Run-Id: r1", body},
 		{"POST", "/api/chat", "X-Run-Id: r1\nLast-Event-ID: memory:v1:r1:1", body},
+		{"POST", "/api/chat", "X-Run-Id: r1\nLast-Event-ID: x7zQLzBO:2", body},
 		{"POST", "/api/chat", "", `{"threadId":"t","runId":"r","messages":[],"tools":[],"context":[]}`},
 		{"GET", "/api/chat?runId=r1&offset=-1", "", ""},
 		{"GET", "/api/chat?threadId=t1", "", ""},

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/goai-sdk/goai/agui"
+	"github.com/goai-sdk/goai/durable"
 )
 
 const (
@@ -226,12 +227,23 @@ func TestHostileClients(t *testing.T) {
 		h.expect("a control character in threadId", st, b, 400)
 	})
 	t.Run("garbage offsets", func(t *testing.T) {
-		for _, off := range []string{"garbage", "sqlite:v1:before:999999", "sqlite:v1:other:1", "-2", "sqlite:v1:before:0", "%20"} {
+		for _, off := range []string{"garbage", "sqlite:v1:before:999999", "sqlite:v1:other:1", "-2", "sqlite:v1:before:0", "%20",
+			durable.FormatOffset("sqlite", "before", 999999), durable.FormatOffset("sqlite", "other", 1),
+			durable.FormatOffset("memory", "before", 1), strings.TrimSuffix(durable.FormatOffset("sqlite", "before", 1), "1") + "0"} {
 			st, b := h.req("GET", "/api/chat?runId=before&offset="+off, nil, nil)
 			h.expect("offset "+off, st, b, 400)
 		}
 		st, b := h.req("GET", "/api/chat?runId=before&offset=1&offset=2", nil, nil)
 		h.expect("two offsets", st, b, 400)
+		// An offset in the form minted before (docs/durable.md §1.3), as a
+		// client may hold across an upgrade, resumes as the current form does.
+		st, now := h.req("GET", "/api/chat?runId=before&offset="+durable.FormatOffset("sqlite", "before", 3), nil, nil)
+		h.expect("a resume offset", st, now, 200)
+		st, old := h.req("GET", "/api/chat?runId=before&offset=sqlite:v1:before:3", nil, nil)
+		h.expect("a resume offset of the earlier form", st, old, 200)
+		if !bytes.Equal(now, old) || !bytes.HasPrefix(now, []byte("id: "+durable.FormatOffset("sqlite", "before", 4)+"\n")) {
+			t.Fatalf("resumed after seq 3:\n%s\nwith the earlier form:\n%s", now, old)
+		}
 	})
 	t.Run("30 parallel duplicate POSTs", func(t *testing.T) {
 		var wg sync.WaitGroup

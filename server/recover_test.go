@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -359,7 +360,7 @@ func TestResumeBadInput(t *testing.T) {
 				{"repeated X-Run-Id on a fresh POST", "POST", "", http.Header{"X-Run-Id": {"r9", "r9"}}, 400, "repeated X-Run-Id"},
 				{"padded", "GET", "?runId=r1&offset=%20" + mid, nil, 400, mid},
 				{"unknown run, join", "GET", "?runId=nope&offset=-1", nil, 404, "nope"},
-				{"unknown run, POST resume", "POST", "", http.Header{"X-Run-Id": {"nope"}, "Last-Event-Id": {strings.Replace(mid, "r1", "nope", 1)}}, 404, "nope"},
+				{"unknown run, POST resume", "POST", "", http.Header{"X-Run-Id": {"nope"}, "Last-Event-Id": {durable.FormatOffset(cmp.Or(map[string]string{"postgres": "pg"}[name], name), "nope", 3)}}, 404, "nope"},
 			} {
 				code, b := do(c.method, c.q, c.hdr)
 				if code != c.code || !strings.Contains(b, c.names) {

@@ -34,7 +34,7 @@ func wireStream(n int, ids bool) []event {
 	evs = append(evs, event{Type: "TEXT_MESSAGE_END", MessageID: "m"}, event{Type: "RUN_FINISHED"})
 	if ids {
 		for i := range evs {
-			evs[i].ID = fmt.Sprintf("sqlite:v1:run:%d", i+1)
+			evs[i].ID = fmt.Sprintf("vQwp567P:%d", i+1)
 		}
 	}
 	return evs

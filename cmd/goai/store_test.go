@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/goai-sdk/goai/durable"
 )
 
 // With --store memory, runs are durable within the process: a run's log
@@ -22,7 +24,7 @@ func TestServeMemoryStore(t *testing.T) {
 		t.Fatalf("the response carried %d events, the replay %d", len(live), len(replay))
 	}
 	for i, e := range replay {
-		if !strings.HasPrefix(e.id, "memory:") {
+		if e.id != durable.FormatOffset("memory", runID, int64(i+1)) {
 			t.Fatalf("event %d: offset %q", i, e.id)
 		}
 		want, _ := json.Marshal(live[i])
