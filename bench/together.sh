@@ -14,16 +14,21 @@
 # the working tree, built here); A_LOAD_FLAGS and B_LOAD_FLAGS are more
 # bench/load flags for one side (B_LOAD_FLAGS=-sorted-ids).
 #
+# DURATION (a Go duration, e.g. 3s) makes each load start runs until it has
+# passed instead of making RUNS runs a client: unpaced, a server twice as
+# slow otherwise goes on alone after the other's load has ended, on an idle
+# machine, which flatters it; with DURATION the two loads end together.
+#
 # Usage: bench/together.sh [ROUNDS]
 # env: A=goai-plain B=goai-sqlite A_ENV= B_ENV= A_BIN= B_BIN= A_LOAD_FLAGS=
 #      B_LOAD_FLAGS= CLIENTS=100
-#      RUNS=4 DELAY=10 TOKENS=200 GOAI_BENCH_OUT=dir
+#      RUNS=4 DURATION= DELAY=10 TOKENS=200 GOAI_BENCH_OUT=dir
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 rounds=${1:-5}
 kind_a=${A:-goai-plain} kind_b=${B:-goai-sqlite}
-clients=${CLIENTS:-100} runs=${RUNS:-4} delay=${DELAY:-10} tokens=${TOKENS:-200}
+clients=${CLIENTS:-100} runs=${RUNS:-4} delay=${DELAY:-10} tokens=${TOKENS:-200} duration=${DURATION:-}
 out=${GOAI_BENCH_OUT:-$root/bench/out}
 mkdir -p "$out"
 command -v node >/dev/null || { echo "together.sh: node is required" >&2; exit 1; }
@@ -64,8 +69,8 @@ drive() {
   url=url_$side pid=pid_$side
   local flags=${side^^}_LOAD_FLAGS
   # shellcheck disable=SC2086 # the flags are words
-  "$out/load" -url "${!url}" -pid "${!pid}" -clients "$clients" -runs "$runs" -tokens "$tokens" \
-    -wire "$wire" -warmup 5 -timeout 10m -json ${!flags:-} -label "$3" >"$out/together-$side.json"
+  "$out/load" -url "${!url}" -pid "${!pid}" -clients "$clients" -runs "$runs" ${duration:+-duration "$duration"} \
+    -tokens "$tokens" -wire "$wire" -warmup 5 -timeout 10m -json ${!flags:-} -label "$3" >"$out/together-$side.json"
 }
 
 results="$out/together.jsonl"
@@ -83,7 +88,7 @@ for i in $(seq 1 "$rounds"); do
     const fs = require("node:fs")
     const [a, b] = ["a", "b"].map((s) => JSON.parse(fs.readFileSync(`${process.argv[1]}/together-${s}.json`, "utf8")))
     const cpu = (r) => 1e6 * r.server_cpu_s / Math.max(r.tally.Events, 1)
-    const show = (r) => `${r.label.trim().padEnd(36)} ${cpu(r).toFixed(1).padStart(6)} us CPU/event  token p50/p99 ${r.token_latency_p50_ms.toFixed(1)}/${r.token_latency_p99_ms.toFixed(1)} ms` +
+    const show = (r) => `${r.label.trim().padEnd(36)} ${cpu(r).toFixed(1).padStart(6)} us CPU/event in ${r.wall_s.toFixed(1)} s  token p50/p99 ${r.token_latency_p50_ms.toFixed(1)}/${r.token_latency_p99_ms.toFixed(1)} ms` +
       `  lost ${r.tally.Lost} dup ${r.tally.Duplicated} reord ${r.tally.Reordered} err ${r.tally.Failed}` +
       (r.store_commits ? `  ${(r.store_writes / r.store_commits).toFixed(1)} writes/commit` : "")
     console.log(`round ${process.argv[2]}: ${show(a)}\n         ${show(b)}\n         B/A CPU per event ${(cpu(b) / cpu(a)).toFixed(2)}  load ${b.loadavg}`)

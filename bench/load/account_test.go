@@ -242,6 +242,44 @@ func TestLoadAgainstServer(t *testing.T) {
 	}
 }
 
+// TestLoadForADuration: with -duration, clients start runs until it has
+// passed, each ending the run it is in, and the report counts them.
+func TestLoadForADuration(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	data, err := scenario(scenarioSpec{Tokens: 5, DelayMs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scripted.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := scripted.New(sc)
+	cat := &scripted.Catalogue{}
+	h := server.ChatHandler(server.Config{Options: func(*server.Request) (chat.Options, error) {
+		opts, err := cat.Options(sc, adapter)
+		opts.Messages = nil
+		return opts, err
+	}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	// A run takes five paced tokens (5 ms or more): in 100 ms a client
+	// makes several, and -runs (1) does not bound them.
+	const clients, d = 3, 100 * time.Millisecond
+	cfg := config{urls: []string{srv.URL + "/api/chat"}, clients: clients, runs: 1, duration: d, tokens: 5, oneTerminal: true, timeout: time.Minute}
+	rep, err := run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Tally.Failed != 0 || rep.Tally.Streams <= clients || rep.Tally.Tokens != rep.Tally.Streams*5 {
+		t.Fatalf("tally %+v, problems %q", rep.Tally, rep.Problems)
+	}
+	if rep.WallS < d.Seconds() || rep.Runs < 2 || rep.Runs*clients < rep.Tally.Streams {
+		t.Fatalf("wall %.3f s, at most %d runs a client, %d streams", rep.WallS, rep.Runs, rep.Tally.Streams)
+	}
+}
+
 func TestMetricCount(t *testing.T) {
 	body := "# HELP goai_store_commits_total x\n# TYPE goai_store_commits_total counter\ngoai_store_commits_total 1200\n" +
 		"goai_store_commits_total_other 7\ngoai_store_writes_total 9600\n"

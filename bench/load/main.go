@@ -54,6 +54,7 @@ func main() {
 		join          = flag.Bool("join", false, "also join every run from the start on the next URL (GET ?runId=&offset=-1) and measure that delivery too (durable servers)")
 		clients       = flag.Int("clients", 100, "concurrent clients (1 to 10,000 and more)")
 		runs          = flag.Int("runs", 1, "runs per client, back to back")
+		duration      = flag.Duration("duration", 0, "instead of -runs, each client starts runs back to back until this long has passed since the first (and ends the one it is in): two loads of the same duration side by side end together, whatever their servers' speeds")
 		ramp          = flag.Duration("ramp", 0, "spread the clients' starts over this long")
 		warmup        = flag.Int("warmup", 0, "runs made at once before measuring (not counted), so a JIT-compiled server is measured warm")
 		pids          = flag.String("pid", "", "server process ids (comma separated) to sample for RSS and CPU")
@@ -78,7 +79,7 @@ func main() {
 		return
 	}
 	cfg := config{
-		urls: strings.Split(*target, ","), join: *join, clients: *clients, runs: *runs, ramp: *ramp, tokens: *tokens,
+		urls: strings.Split(*target, ","), join: *join, clients: *clients, runs: *runs, duration: *duration, ramp: *ramp, tokens: *tokens,
 		oneTerminal: *wire == "agui", timeout: *timeout, warmup: *warmup, sortedIDs: *sortedIDs,
 	}
 	for _, p := range strings.Split(*pids, ",") {
@@ -101,8 +102,8 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if cfg.clients < 1 || cfg.runs < 1 {
-		fmt.Fprintln(os.Stderr, "load: -clients and -runs must be at least 1")
+	if cfg.clients < 1 || cfg.runs < 1 || cfg.duration < 0 {
+		fmt.Fprintln(os.Stderr, "load: -clients and -runs must be at least 1, and -duration not negative")
 		os.Exit(2)
 	}
 	raiseFDLimit(uint64(cfg.clients)*4 + 256)
@@ -181,6 +182,7 @@ type config struct {
 	join        bool
 	clients     int
 	runs        int
+	duration    time.Duration // > 0: runs are started until then, instead of runs each
 	ramp        time.Duration
 	tokens      int
 	oneTerminal bool
@@ -193,6 +195,15 @@ type config struct {
 	sortedIDs bool // runID sorts by round, then client
 	// tokenStrings are the tokens' deltas, shared by every stream's decoder.
 	tokenStrings []string
+}
+
+// more reports whether a client that has made r runs of a load started
+// at t0 starts another.
+func (cfg *config) more(r int, t0 time.Time) bool {
+	if cfg.duration > 0 {
+		return r == 0 || time.Since(t0) < cfg.duration
+	}
+	return r < cfg.runs
 }
 
 // runID names client c's run r. Sorted, the ids of the runs going at one
@@ -372,7 +383,7 @@ func run(cfg config) (*Report, error) {
 				}
 			}
 			o := &outs[c]
-			for r := 0; r < cfg.runs; r++ {
+			for r := 0; cfg.more(r, t0); r++ {
 				url := cfg.urls[c%len(cfg.urls)]
 				joinURL := ""
 				if cfg.join {
@@ -391,6 +402,12 @@ func run(cfg config) (*Report, error) {
 	endCommits := scrapeCommits(ctx, client, cfg.urls)
 
 	rep := &Report{Clients: cfg.clients, Runs: cfg.runs, WallS: wall.Seconds(), MaxOpen: maxOpen.Load()}
+	if cfg.duration > 0 {
+		rep.Runs = 0 // the most runs a client made
+		for _, o := range outs {
+			rep.Runs = max(rep.Runs, len(o.results))
+		}
+	}
 	var ttfb, ttft, joinTTFT []time.Duration
 	var gaps []float64 // ms
 	nLat, nJoinLat := 0, 0
