@@ -256,7 +256,7 @@ func TestLoadForADuration(t *testing.T) {
 	}
 	adapter := scripted.New(sc)
 	cat := &scripted.Catalogue{}
-	h := server.ChatHandler(server.Config{Options: func(*server.Request) (chat.Options, error) {
+	h := server.ChatHandler(server.Config{RequestsPerSecond: -1, Options: func(*server.Request) (chat.Options, error) {
 		opts, err := cat.Options(sc, adapter)
 		opts.Messages = nil
 		return opts, err

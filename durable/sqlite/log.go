@@ -77,6 +77,17 @@ func (s *Store) appendJob(tx *writeTx, a *appendJob) (err error) {
 // entries may share.
 func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, opts durable.AppendOptions, now time.Time) (first, n int64, stored bool, entry []byte, err error) {
 	p := opts.Producer
+	// An append whose state and tail the writer knows and whose batch
+	// goes to the journal runs no statement: its row is queued with the
+	// others of the transaction. Any other runs statements, which must
+	// see the rows queued before it.
+	_, open := s.jt.openEpoch(runID)
+	_, tailKnown := s.jt.tail(runID)
+	if !open || !tailKnown || p.ID != "" || len(batch) >= putMany {
+		if err := tx.flushJournal(); err != nil {
+			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
+		}
+	}
 	if p.ID != "" {
 		first, n, err := s.producerBatch(tx, runID, p)
 		switch {
@@ -151,15 +162,16 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, 
 			data = append(make([]byte, 0, len(data)), data...)
 			entry = data
 		}
-		if _, err := tx.Stmt(s.st.journalPut).Exec(runID, last+1, last+n, data); err != nil {
-			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
-		}
+		tx.queueJournal(runID, last+1, last+n, data)
 		s.jt.inserted(journalRow{run: runID, first: last + 1, last: last + n, data: data})
 	} else if err := s.putChunks(tx.Stmt(s.st.chunkPut), runID, last+1, batch); err != nil {
 		return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 	}
 	s.jt.set(runID, last+n, rows)
 	if p.ID != "" {
+		if err := tx.flushJournal(); err != nil {
+			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
+		}
 		if _, err := tx.Stmt(s.st.producerPut).Exec(runID, p.ID, p.Seq, last+1, n); err != nil {
 			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 		}

@@ -137,6 +137,9 @@ type Store struct {
 	// carried counts the entries the writer's transaction in progress
 	// appended (the commit gap's measure of batching producers).
 	carried int
+	// journalArgs is the writer goroutine's buffer for the journal rows a
+	// transaction queues (writeTx.queueJournal).
+	journalArgs []any
 	// The writer goroutine's own queue, ahead of ops: queued appends run
 	// again (AppendQueued), behind the writes drained from ops before them.
 	backlog     []*op
@@ -921,16 +924,26 @@ func (s *Store) commit(group []*op) {
 	}
 	for _, o := range group {
 		if err := s.run(tx, o); err != nil {
-			tx.Rollback()
-			s.jt.rolledBack()
-			s.carried = 0 // what the group appended is gone; the retries count theirs
-			for _, o := range group {
-				s.commitAlone(o)
-			}
+			s.retryAlone(tx, group)
 			return
 		}
 	}
+	if err := tx.flushJournal(); err != nil {
+		s.retryAlone(tx, group)
+		return
+	}
 	s.finish(tx, group)
+}
+
+// retryAlone rolls tx back after an op of group failed, and runs each op
+// of the group again in a transaction of its own.
+func (s *Store) retryAlone(tx *writeTx, group []*op) {
+	tx.Rollback()
+	s.jt.rolledBack()
+	s.carried = 0 // what the group appended is gone; the retries count theirs
+	for _, o := range group {
+		s.commitAlone(o)
+	}
 }
 
 // begin starts a write transaction.
@@ -938,7 +951,7 @@ func (s *Store) begin() (*writeTx, error) {
 	if _, err := s.st.begin.Exec(); err != nil {
 		return nil, fmt.Errorf("durable/sqlite: begin: %w", err)
 	}
-	tx := &writeTx{c: s.wc, st: &s.st, ended: s.transactionEnded}
+	tx := &writeTx{c: s.wc, st: &s.st, ended: s.transactionEnded, journal: s.journalArgs[:0]}
 	if err := s.checkForeignWrites(); err != nil {
 		tx.Rollback()
 		return nil, err
@@ -959,6 +972,9 @@ func (s *Store) run(tx *writeTx, o *op) error {
 	if o.fn == nil {
 		return s.appendJob(tx, &o.app)
 	}
+	if err := tx.flushJournal(); err != nil {
+		return fmt.Errorf("durable/sqlite: append: %w", err)
+	}
 	return o.fn(tx)
 }
 
@@ -969,7 +985,13 @@ func (s *Store) commitAlone(o *op) {
 		s.complete(o, err)
 		return
 	}
-	if err := s.run(tx, o); err != nil {
+	err = s.run(tx, o)
+	if err == nil {
+		if err = tx.flushJournal(); err != nil {
+			err = fmt.Errorf("durable/sqlite: append: %w", err)
+		}
+	}
+	if err != nil {
 		tx.Rollback()
 		s.jt.rolledBack()
 		s.complete(o, err)
@@ -994,6 +1016,7 @@ func (s *Store) finish(tx *writeTx, group []*op) {
 		}
 		return
 	}
+	s.journalArgs = tx.journal[:0] // flushed: its array serves the next transaction
 	s.jt.committed()
 	s.commits.Add(1)
 	s.writes.Add(int64(len(group)))

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // putMany is the smallest batch stored in goai_chunks directly rather
@@ -19,17 +20,21 @@ const putMany = 16
 // among them, are prepared on its one connection (writeTx); the readers'
 // on their pool, which prepares each once per connection.
 type stmts struct {
-	begin, commit, rollback                                                         *sql.Stmt
-	producerGet, appendState, tailGet, logCreate, journalPut, chunkPut, producerPut *sql.Stmt
-	journalAll, journalClear, logClose                                              *sql.Stmt
-	runGet, runUpdate, runInsert, runClaim, runClaimIf, leaseBeat, leaseBeatAll     *sql.Stmt
-	leaseLost                                                                       *sql.Stmt
-	threadPut, requestPut, checkpoint, restartWAL, busyShort, busyLong              *sql.Stmt
-	threadClaim, ownerGet                                                           *sql.Stmt
+	begin, commit, rollback                                                     *sql.Stmt
+	producerGet, appendState, tailGet, logCreate, chunkPut, producerPut         *sql.Stmt
+	journalAll, journalClear, logClose                                          *sql.Stmt
+	runGet, runUpdate, runInsert, runClaim, runClaimIf, leaseBeat, leaseBeatAll *sql.Stmt
+	leaseLost                                                                   *sql.Stmt
+	threadPut, requestPut, checkpoint, restartWAL, busyShort, busyLong          *sql.Stmt
+	threadClaim, ownerGet                                                       *sql.Stmt
 
 	readPage, readState, readLog, readRun                *sql.Stmt
 	readRequest, readThread, readOwner, readCancels      *sql.Stmt
 	listByThread, listActive, listReclaimable, listStale *sql.Stmt
+
+	// journalPuts insert 1, 2, 4, ... 64 journal rows (journalPutRows):
+	// a transaction's queued rows go in a few statements (writeTx.flushJournal).
+	journalPuts [len(journalPutRows)]*sql.Stmt
 
 	writer map[*sql.Stmt]bool // the statements prepared on the writer's connection
 
@@ -117,7 +122,6 @@ func (s *Store) prepare() error {
 		appendState:  w(appendStateSQL),
 		logCreate:    w(`INSERT INTO goai_logs (run_id, last_seq, created_at, id) VALUES (?1, 0, ?2, ` + newLogID + `) ON CONFLICT (run_id) DO NOTHING`),
 		tailGet:      w(`SELECT ` + tailSQL),
-		journalPut:   w(`INSERT INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES (?, ?, ?, ?)`),
 		chunkPut:     w(`INSERT INTO goai_chunks (log, first_seq, last_seq, data) VALUES (` + logOf + `, ?2, ?3, ?4)`),
 		producerPut:  w(`INSERT INTO goai_producers (run_id, producer_id, producer_seq, first_seq, n) VALUES (?, ?, ?, ?, ?)`),
 		journalAll:   w(`SELECT run_id, first_seq, last_seq, data FROM goai_chunk_journal ORDER BY run_id, last_seq`),
@@ -176,6 +180,10 @@ func (s *Store) prepare() error {
 		listReclaimable: prep(r, listSQL+`status = 'running' AND detached_since IS NOT NULL AND detached_since <= ? ORDER BY detached_since, id`),
 		listStale:       prep(r, listSQL+`status = 'running' AND `+leaseSeen+` <= ? ORDER BY `+leaseSeen+`, id`),
 	}
+	for i, n := range journalPutRows {
+		s.st.journalPuts[i] = w(`INSERT INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES ` +
+			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?), `, n), ", "))
+	}
 	if len(errs) > 0 {
 		s.st.close()
 		return fmt.Errorf("durable/sqlite: prepare: %w", errors.Join(errs...))
@@ -189,7 +197,7 @@ func (st *stmts) writes(s *sql.Stmt) bool { return st.writer[s] }
 func (st *stmts) close() {
 	for _, s := range []*sql.Stmt{
 		st.begin, st.commit, st.rollback,
-		st.producerGet, st.appendState, st.tailGet, st.logCreate, st.journalPut, st.chunkPut, st.producerPut,
+		st.producerGet, st.appendState, st.tailGet, st.logCreate, st.chunkPut, st.producerPut,
 		st.journalAll, st.journalClear, st.logClose,
 		st.runGet, st.runUpdate, st.runInsert, st.runClaim, st.runClaimIf, st.leaseBeat, st.leaseBeatAll, st.leaseLost,
 		st.threadPut, st.requestPut, st.checkpoint, st.restartWAL, st.busyShort, st.busyLong,
@@ -198,6 +206,11 @@ func (st *stmts) close() {
 		st.readRequest, st.readThread, st.readOwner, st.readCancels,
 		st.listByThread, st.listActive, st.listReclaimable, st.listStale,
 	} {
+		if s != nil {
+			s.Close()
+		}
+	}
+	for _, s := range st.journalPuts {
 		if s != nil {
 			s.Close()
 		}

@@ -23,6 +23,53 @@ type writeTx struct {
 	st    *stmts
 	done  bool
 	ended func() // called once the transaction has ended, committed or not
+
+	// journal holds the rows of the journal queued by appends
+	// (queueJournal), four arguments a row, until flushJournal inserts
+	// them. No other statement runs in the transaction while any is
+	// queued (Stmt, Exec, Query and QueryRow refuse to), so every
+	// statement sees the journal as if each row had been inserted when it
+	// was queued.
+	journal []any
+}
+
+// journalPutRows are the row counts of stmts.journalPuts.
+var journalPutRows = [...]int{1, 2, 4, 8, 16, 32, 64}
+
+// queueJournal queues a row of goai_chunk_journal. A paced transaction
+// carries an append of one token from each of tens of runs: one
+// statement for all of them costs a few microseconds less per token than
+// a statement each, most of what an append cost (docs/durable.md §3).
+func (tx *writeTx) queueJournal(runID string, first, last int64, data []byte) {
+	tx.journal = append(tx.journal, runID, first, last, data)
+}
+
+// flushJournal inserts the queued journal rows, in the order they were
+// queued, in as few statements as journalPutRows allow.
+func (tx *writeTx) flushJournal() error {
+	rows := tx.journal
+	for len(rows) > 0 {
+		i := len(journalPutRows) - 1
+		for journalPutRows[i]*4 > len(rows) {
+			i--
+		}
+		n := journalPutRows[i] * 4
+		if _, err := tx.st.journalPuts[i].Exec(rows[:n]...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	clear(tx.journal) // the rows' data is the writer's copy or the producer's: not kept here
+	tx.journal = tx.journal[:0]
+	return nil
+}
+
+// unflushed panics if journal rows are queued: a statement that ran now
+// would not see them.
+func (tx *writeTx) unflushed() {
+	if len(tx.journal) > 0 {
+		panic("durable/sqlite: a statement run in the writer's transaction with journal rows queued (flushJournal first)")
+	}
 }
 
 // Stmt returns st, a statement of the writer's (prepared on its
@@ -33,22 +80,26 @@ func (tx *writeTx) Stmt(st *sql.Stmt) *sql.Stmt {
 	if !tx.st.writes(st) {
 		panic("durable/sqlite: a statement not prepared on the writer's connection used in its transaction")
 	}
+	tx.unflushed()
 	return st
 }
 
 // Exec runs query in the transaction (statements run once; the others
 // are prepared).
 func (tx *writeTx) Exec(query string, args ...any) (sql.Result, error) {
+	tx.unflushed()
 	return tx.c.ExecContext(context.Background(), query, args...)
 }
 
 // Query runs query in the transaction.
 func (tx *writeTx) Query(query string, args ...any) (*sql.Rows, error) {
+	tx.unflushed()
 	return tx.c.QueryContext(context.Background(), query, args...)
 }
 
 // QueryRow runs query in the transaction.
 func (tx *writeTx) QueryRow(query string, args ...any) *sql.Row {
+	tx.unflushed()
 	return tx.c.QueryRowContext(context.Background(), query, args...)
 }
 
@@ -61,6 +112,7 @@ func (tx *writeTx) Commit() error {
 	}
 	tx.done = true
 	defer tx.ended()
+	tx.unflushed()
 	if _, err := tx.st.commit.Exec(); err != nil {
 		tx.st.rollback.Exec() // fails when SQLite ended it already
 		return err
@@ -76,6 +128,8 @@ func (tx *writeTx) Rollback() error {
 	}
 	tx.done = true
 	defer tx.ended()
+	clear(tx.journal) // never inserted: the rollback drops them with the rest
+	tx.journal = tx.journal[:0]
 	_, err := tx.st.rollback.Exec()
 	return err
 }
