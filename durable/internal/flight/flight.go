@@ -3,10 +3,12 @@
 //
 // Sharing must never hand a reader a result older than what it is entitled
 // to see, or it would park on a wake-up that already happened. A tailer
-// takes its wake-up channel from the hub, then a Token carrying that
-// channel and a ticket, then fetches. Do lets it join a call only if
+// takes its wake-up channel (or its subscription's generation) from the
+// hub, then a Token carrying it and a ticket, then fetches. Do lets it join
+// a call only if
 //
-//   - the call was started by a tailer holding the same wake-up channel: no
+//   - the call was started by a tailer holding the same wake-up channel or
+//     generation: no
 //     wake-up happened between the two waits, so every commit announced
 //     before the joiner's wait was announced before the starter's wait and
 //     is visible to the call's query, and a commit the query missed will be
@@ -31,23 +33,25 @@ type Group[K comparable, V any] struct {
 }
 
 type call[V any] struct {
-	gen   <-chan struct{}
+	gen   any
 	start uint64
 	done  chan struct{}
 	v     V
 	err   error
 }
 
-// Token identifies a caller for Do: the wake-up channel it waits on (nil if
-// none) and a ticket from the group's clock, drawn after that wait began.
+// Token identifies a caller for Do: what identifies the wake-up it waits
+// for (its channel, or its subscription's generation; nil if none) and a
+// ticket from the group's clock, drawn after that wait began.
 type Token struct {
-	gen    <-chan struct{}
+	gen    any
 	ticket uint64
 }
 
-// Token returns a Token for a caller waiting on gen. Call it after taking
-// gen.
-func (g *Group[K, V]) Token(gen <-chan struct{}) Token {
+// Token returns a Token for a caller waiting on gen (a comparable value:
+// two callers hold equal ones only if no wake-up came between their waits).
+// Call it after taking gen.
+func (g *Group[K, V]) Token(gen any) Token {
 	return Token{gen: gen, ticket: g.clock.Add(1)}
 }
 

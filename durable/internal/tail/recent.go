@@ -197,7 +197,7 @@ func (c *Recent) fromStart(runID string) bool {
 	return l != nil && l.first == 1 && (len(l.entries) > 0 || l.closed)
 }
 
-// waitAfter takes a wait of runID's tailers on hub and returns the cached
+// waitAfter takes a wait of sub, runID's subscription, and returns the cached
 // entries after seq pos (see after), in one step with the cache's
 // wake-ups (Wakes).
 //
@@ -206,15 +206,15 @@ func (c *Recent) fromStart(runID string) bool {
 // a wake-up. The cache is the log's tail because every append of this
 // process passes through it and a store forgets a log another process
 // appended to (Forget, Clear) before it wakes its tailers.
-func (c *Recent) waitAfter(hub *notify.Hub, runID string, pos int64) (w notify.Waiter, after []durable.Entry, atTail bool) {
+func (c *Recent) waitAfter(sub *notify.Sub, runID string, pos int64) (w notify.Waiter, after []durable.Entry, atTail bool) {
 	if c == nil {
-		return hub.Wait(runID), nil, false
+		return sub.Wait(), nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l := c.logs[runID]
 	atTail = l != nil && !l.closed && pos == l.first+int64(len(l.entries))-1
-	return hub.Wait(runID), c.afterLocked(runID, pos), atTail
+	return sub.Wait(), c.afterLocked(runID, pos), atTail
 }
 
 // after returns the cached entries of runID after seq pos, nil unless the

@@ -83,68 +83,57 @@ func (t *Reader) Read(ctx context.Context, runID, after string) iter.Seq2[durabl
 // of recent entries holds after the read's position, or one page.
 func (t *Reader) ReadBatches(ctx context.Context, runID, after string) iter.Seq2[[]durable.Entry, error] {
 	return func(yield func([]durable.Entry, error) bool) {
-		pos, err := t.start(ctx, runID, after)
+		// The read's one subscription: a paced read waits once per token,
+		// and a wait on it allocates nothing.
+		sub := t.Hub.Subscribe(runID)
+		defer sub.Close()
+		pos, err := t.start(ctx, runID, after, sub)
 		if err != nil {
 			if err != errQuiet && ctx.Err() == nil {
 				yield(nil, err)
 			}
 			return
 		}
-		// After a round that read the cache, its wait is held until the
-		// next round has taken its own: the same channel again means nothing
-		// woke the read in between (no append, close or notification), so
-		// with nothing new cached it parks without a query.
-		var held notify.Waiter
+		// After a round that read the cache, the next round's wait
+		// compares generations: the same one means nothing woke the read
+		// in between (no append, close or notification), so with nothing
+		// new cached it parks without a query.
+		var heldGen uint64
 		holding := false
-		defer func() {
-			if holding {
-				held.Release()
-			}
-		}()
 		for first := true; ; first = false {
-			w, cached, atTail := t.Recent.waitAfter(t.Hub, runID, pos)
-			wake := w.C
+			w, cached, atTail := t.Recent.waitAfter(sub, runID, pos)
 			// A read that starts at the cached tail of a log appended
 			// here (a reconnect, a stream taken over from net/http) parks
 			// without a query too, if nothing appends unseen
 			// (CachedTails): whatever is appended next wakes it.
-			quiet := holding && wake == held.C || first && atTail && t.CachedTails
-			if holding {
-				held.Release()
-				holding = false
-			}
+			quiet := holding && w.Gen != 0 && w.Gen == heldGen || first && atTail && t.CachedTails
+			holding = false
 			if t.Closed() {
-				w.Release()
 				yield(nil, durable.ErrStoreClosed)
 				return
 			}
 			if len(cached) > 0 {
 				if ctx.Err() != nil || !yield(cached, nil) {
-					w.Release()
 					return
 				}
 				pos += int64(len(cached))
-				held, holding = w, true
+				heldGen, holding = w.Gen, true
 				continue
 			}
 			if t.Recent.ended(runID, pos) {
-				w.Release()
 				return
 			}
 			if quiet {
-				ok := t.park(ctx, wake, nil)
-				w.Release()
-				if !ok {
+				if !t.park(ctx, w.C, nil) {
 					return
 				}
 				continue
 			}
-			st, err := t.fetch(ctx, runID, pos, t.Page, t.flight.Token(wake))
+			st, err := t.fetch(ctx, runID, pos, t.Page, t.flight.Token(genToken(w)))
 			if err == nil && (!st.Exists || (pos < st.Last && len(st.Entries) == 0)) {
 				err = fmt.Errorf("%w: run %q was pruned during the read", durable.ErrRunNotFound, runID)
 			}
 			if err != nil {
-				w.Release()
 				if ctx.Err() == nil {
 					yield(nil, err)
 				}
@@ -152,26 +141,30 @@ func (t *Reader) ReadBatches(ctx context.Context, runID, after string) iter.Seq2
 			}
 			if len(st.Entries) > 0 {
 				if ctx.Err() != nil || !yield(st.Entries, nil) {
-					w.Release()
 					return
 				}
 				pos += int64(len(st.Entries))
 			}
 			switch {
 			case pos < st.Last:
-				w.Release()
 				continue // more pages
 			case st.Closed:
-				w.Release()
 				return
 			}
-			ok := t.park(ctx, wake, nil)
-			w.Release()
-			if !ok {
+			if !t.park(ctx, w.C, nil) {
 				return
 			}
 		}
 	}
+}
+
+// genToken is what identifies w's wake-up for the single-flight group: the
+// generation of a subscription's wait, none on a closed hub.
+func genToken(w notify.Waiter) any {
+	if w.Gen == 0 {
+		return nil
+	}
+	return w.Gen
 }
 
 // park waits for a wake-up (or the poll interval); false means ctx is done
@@ -212,8 +205,9 @@ func (t *Reader) parkTimed(ctx context.Context, wake <-chan struct{}, deadline <
 	}
 }
 
-// start resolves after to the seq a read continues from.
-func (t *Reader) start(ctx context.Context, runID, after string) (int64, error) {
+// start resolves after to the seq a read continues from; sub is the
+// read's subscription to runID.
+func (t *Reader) start(ctx context.Context, runID, after string, sub *notify.Sub) (int64, error) {
 	if err := durable.CheckRunID(runID); err != nil {
 		return 0, err
 	}
@@ -252,11 +246,9 @@ func (t *Reader) start(ctx context.Context, runID, after string) (int64, error) 
 	}
 	start := int64(-1)
 	for {
-		w := t.Hub.Wait(runID)
-		wake := w.C
-		st, err := t.fetch(ctx, runID, 0, 0, t.flight.Token(wake))
+		w := sub.Wait()
+		st, err := t.fetch(ctx, runID, 0, 0, t.flight.Token(genToken(w)))
 		if err != nil {
-			w.Release()
 			return 0, err
 		}
 		if start < 0 {
@@ -266,16 +258,12 @@ func (t *Reader) start(ctx context.Context, runID, after string) (int64, error) 
 			}
 		}
 		if st.Exists && (st.Last > 0 || st.Closed) {
-			w.Release()
 			return start, nil
 		}
 		if t.Closed() {
-			w.Release()
 			return 0, durable.ErrStoreClosed
 		}
-		ok := t.park(ctx, wake, deadline)
-		w.Release()
-		if !ok {
+		if !t.park(ctx, w.C, deadline) {
 			if ctx.Err() != nil {
 				return 0, errQuiet
 			}
