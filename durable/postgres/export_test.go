@@ -21,9 +21,9 @@ func CountReadQueries(s *Store) *atomic.Int64 {
 	return n
 }
 
-// NextWake returns a channel closed by the next wake-up of runID's
+// NextWake returns a channel that receives at the next wake-up of runID's
 // tailers on s (an append here, or another store's notification).
 func NextWake(s *Store, runID string) (woken <-chan struct{}, release func()) {
-	w := s.hub.Wait(runID)
-	return w.C, w.Release
+	sub := s.hub.Subscribe(runID)
+	return sub.Wait().C, sub.Close
 }

@@ -11,8 +11,9 @@ func TestOwnNotices(t *testing.T) {
 	var hub notify.Hub
 	var own ownNotices
 	woken := func(run string, do func()) bool {
-		w := hub.Wait(run)
-		defer w.Release()
+		sub := hub.Subscribe(run)
+		defer sub.Close()
+		w := sub.Wait()
 		do()
 		select {
 		case <-w.C:

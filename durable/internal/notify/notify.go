@@ -1,25 +1,22 @@
 // Package notify is a keyed broadcast used to wake parked log readers.
 //
-// A reader takes the channel for its key before it checks for new data and
-// waits on it only if it found none; a writer calls Wake after committing. A
-// Wake between the check and the wait closes the channel the reader already
-// holds, so no wake-up is lost and nobody polls. A subscription (Sub) works
-// the same way with a channel of the reader's own, which a Wake leaves a
-// token in instead of closing.
+// A reader subscribes to its key once per read (Subscribe). Before each
+// check for new data it takes a wait (Sub.Wait), and it waits on the wait's
+// channel only if it found nothing; a writer calls Wake after committing. A
+// Wake between the check and the wait leaves a token in the reader's
+// channel, so no wake-up is lost and nobody polls.
 package notify
 
 import "sync"
 
-// Hub is a set of broadcast channels keyed by run id. The zero Hub is ready.
+// Hub is a set of subscriptions keyed by run id. The zero Hub is ready.
 //
-// A reader that waits over and over on one key (a log's tailer, once per
-// token when paced) subscribes to it once instead (Subscribe): its channel
-// is its own and lives as long as the read, so a wait allocates nothing and
-// a wake-up is a send; the key's generation, which every Wake changes,
-// tells two waits apart as distinct channels do for Wait.
+// A reader waits over and over on one key (a log's tailer, once per token
+// when paced), so its subscription's channel is its own and lives as long
+// as the read: a wait allocates nothing and a wake-up is a send. The key's
+// generation, which every Wake moves on, tells two waits apart.
 type Hub struct {
 	mu     sync.Mutex
-	topics map[string]*topic
 	subs   map[string]*subList
 	gen    uint64 // the last generation given out
 	closed bool
@@ -41,6 +38,16 @@ type Sub struct {
 	waited bool // Wait was called (Waiters counts the key)
 }
 
+// A Waiter is one wait of a subscription: C receives a token at the next
+// wake-up of the key (on a closed hub, C is closed). It is a value, so
+// that a wait allocates nothing.
+type Waiter struct {
+	C   <-chan struct{}
+	Gen uint64 // the key's generation when the wait began; 0 on a closed hub
+}
+
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // Subscribe subscribes to key's wake-ups until the Sub is closed.
 func (h *Hub) Subscribe(key string) *Sub {
 	s := &Sub{c: make(chan struct{}, 1), h: h, key: key}
@@ -60,9 +67,8 @@ func (h *Hub) Subscribe(key string) *Sub {
 }
 
 // Wait starts a wait: a wake-up of the key from now on leaves a token in
-// C. Gen is the key's generation now: two Waits of one key that return
-// the same Gen had no wake-up of it between them. On a closed hub, C is
-// closed.
+// C. Gen is the key's generation now: two waits of one key that return the
+// same Gen had no wake-up of it between them.
 func (s *Sub) Wait() Waiter {
 	h := s.h
 	h.mu.Lock()
@@ -79,6 +85,7 @@ func (s *Sub) Wait() Waiter {
 }
 
 // Close ends the subscription; the key is forgotten with its last one.
+// Closing twice is harmless.
 func (s *Sub) Close() {
 	h := s.h
 	h.mu.Lock()
@@ -100,8 +107,9 @@ func (s *Sub) Close() {
 	}
 }
 
-// wakeSubs wakes the subscriptions of l and moves its generation on.
-func (h *Hub) wakeSubs(l *subList) {
+// wake leaves a token with each of l's subscriptions and moves its
+// generation on.
+func (h *Hub) wake(l *subList) {
 	h.gen++
 	l.gen = h.gen
 	for _, s := range l.list {
@@ -112,109 +120,42 @@ func (h *Hub) wakeSubs(l *subList) {
 	}
 }
 
-type topic struct {
-	ch   chan struct{}
-	key  string
-	refs int
-}
-
-var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// A Waiter is one wait on a key: C is closed by the next Wake of the key,
-// WakeAll or Close (a Sub's: receives a token then). A Hub.Wait's waiter
-// must be released once its holder stops waiting. It is a value, so that a
-// wait allocates nothing beyond the key's channel.
-type Waiter struct {
-	C   <-chan struct{}
-	Gen uint64 // a Sub's: the key's generation when the wait began
-	h   *Hub
-	t   *topic // nil: the hub was closed, or a Sub's wait
-}
-
-// Wait returns a waiter of key.
-func (h *Hub) Wait(key string) Waiter {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return Waiter{C: closedCh}
-	}
-	if h.topics == nil {
-		h.topics = make(map[string]*topic)
-	}
-	t := h.topics[key]
-	if t == nil {
-		t = &topic{ch: make(chan struct{}), key: key}
-		h.topics[key] = t
-	}
-	t.refs++
-	return Waiter{C: t.ch, h: h, t: t}
-}
-
-// Release ends the wait; the key is forgotten with its last waiter.
-func (w Waiter) Release() {
-	if w.t == nil {
-		return
-	}
-	h := w.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	w.t.refs--
-	if w.t.refs == 0 && h.topics[w.t.key] == w.t {
-		delete(h.topics, w.t.key)
-	}
-}
-
-// Wake wakes every waiter of key.
+// Wake wakes every subscriber of key.
 func (h *Hub) Wake(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if t := h.topics[key]; t != nil {
-		close(t.ch)
-		delete(h.topics, key)
-	}
 	if l := h.subs[key]; l != nil {
-		h.wakeSubs(l)
+		h.wake(l)
 	}
 }
 
-// WakeAll wakes every waiter (for example after a lost notification
+// WakeAll wakes every subscriber (for example after a lost notification
 // connection, when wake-ups may have been missed).
 func (h *Hub) WakeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for k, t := range h.topics {
-		close(t.ch)
-		delete(h.topics, k)
-	}
 	for _, l := range h.subs {
-		h.wakeSubs(l)
+		h.wake(l)
 	}
 }
 
-// Close wakes every waiter; later Waits return closed channels.
+// Close wakes every subscriber; later waits return closed channels.
 func (h *Hub) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
-	for k, t := range h.topics {
-		close(t.ch)
-		delete(h.topics, k)
-	}
 	for _, l := range h.subs {
-		h.wakeSubs(l)
+		h.wake(l)
 	}
 }
 
-// Waiters returns how many keys have waiters: a Hub.Wait's, or a
-// subscription that has waited (for tests).
+// Waiters returns how many keys have a subscription that has waited (for
+// tests).
 func (h *Hub) Waiters() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := len(h.topics)
-	for k, l := range h.subs {
-		if h.topics[k] != nil {
-			continue
-		}
+	n := 0
+	for _, l := range h.subs {
 		for _, s := range l.list {
 			if s.waited {
 				n++

@@ -6,52 +6,37 @@ import (
 	"time"
 )
 
-func TestWakeAndRelease(t *testing.T) {
+// A Wake reaches every subscriber of its key and no other.
+func TestWakeReachesEverySubscriber(t *testing.T) {
 	var h Hub
-	a, a2, b := h.Wait("a"), h.Wait("a"), h.Wait("b")
-	ch, ch2, other := a.C, a2.C, b.C
+	a, a2, b := h.Subscribe("a"), h.Subscribe("a"), h.Subscribe("b")
+	wa, wa2, wb := a.Wait(), a2.Wait(), b.Wait()
 	h.Wake("a")
-	for _, c := range []<-chan struct{}{ch, ch2} {
+	for _, c := range []<-chan struct{}{wa.C, wa2.C} {
 		select {
 		case <-c:
-		case <-time.After(time.Second):
-			t.Fatal("waiter not woken")
+		default:
+			t.Fatal("a subscriber of the key was not woken")
 		}
 	}
 	select {
-	case <-other:
-		t.Fatal("waiter of another key woken")
+	case <-wb.C:
+		t.Fatal("a subscriber of another key was woken")
 	default:
 	}
-	a.Release()
-	a2.Release()
-	b.Release()
+	a.Close()
+	if n := h.Waiters(); n != 2 {
+		t.Fatalf("%d keys waited on after one of two subscriptions closed, want 2", n)
+	}
+	a2.Close()
+	b.Close()
 	if n := h.Waiters(); n != 0 {
-		t.Fatalf("%d keys left after every waiter released", n)
+		t.Fatalf("%d keys left after every subscription closed", n)
 	}
-	// A waiter that gives up without a wake-up does not leak its key.
-	h.Wait("c").Release()
+	// A subscription that never waits is not counted, nor leaked.
+	h.Subscribe("c").Close()
 	if n := h.Waiters(); n != 0 {
-		t.Fatalf("%d keys left after release", n)
-	}
-	h.Close()
-	d := h.Wait("d")
-	defer d.Release()
-	select {
-	case <-d.C:
-	default:
-		t.Fatal("Wait after Close returned an open channel")
-	}
-}
-
-// A wait on a key that already has a waiter allocates nothing (a tailer
-// waits again on the same key after each round it read from the cache).
-func TestWaitAgainAllocatesNothing(t *testing.T) {
-	var h Hub
-	first := h.Wait("k")
-	defer first.Release()
-	if n := testing.AllocsPerRun(100, func() { h.Wait("k").Release() }); n != 0 {
-		t.Fatalf("%v allocations per wait on a waited key", n)
+		t.Fatalf("%d keys left", n)
 	}
 }
 
