@@ -92,14 +92,14 @@ func (h *Handler) launchDurable(ctx context.Context, cancel context.CancelCauseF
 	// before the model starts, so no later save of the thread is
 	// overtaken by the first.
 	kept := make(chan error, 1)
-	if h.keepsRequest(cr) {
+	if rs, ok := h.requestKeeper(cr); ok {
 		go func() {
 			defer func() {
 				if v := recover(); v != nil {
 					kept <- h.recovered(v, "runId", runID)
 				}
 			}()
-			kept <- h.keepRequest(p.bg(), runID, cr)
+			kept <- keepRequest(p.bg(), rs, runID, cr)
 		}()
 	} else {
 		kept <- nil // nothing to keep: no goroutine for it

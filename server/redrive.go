@@ -21,17 +21,17 @@ var ErrNotRedrivable = errors.New("server: the run cannot be taken over")
 // it.
 var ErrBusy = errors.New("server: draining or at its run limit; the run is left for a later sweep")
 
-// keepsRequest reports whether cr's request is kept for a takeover: by a
-// store that keeps requests, for a run whose work can be attached to again.
-func (h *Handler) keepsRequest(cr *chatRequest) bool {
-	_, ok := h.cfg.Store.(durable.RequestStore)
-	return ok && chat.CanAttach(&cr.opts)
+// requestKeeper returns the store that keeps cr's request for a takeover:
+// one that keeps requests, for a run whose work can be attached to again.
+func (h *Handler) requestKeeper(cr *chatRequest) (durable.RequestStore, bool) {
+	rs, ok := h.cfg.Store.(durable.RequestStore)
+	return rs, ok && chat.CanAttach(&cr.opts)
 }
 
-// keepRequest stores the request of a run a successor could take over,
-// for Redrive: one keepsRequest said to keep.
-func (h *Handler) keepRequest(ctx context.Context, runID string, cr *chatRequest) error {
-	if err := h.cfg.Store.(durable.RequestStore).SaveRequest(ctx, runID, cr.body); err != nil {
+// keepRequest stores, in rs, the request of a run a successor could take
+// over, for Redrive.
+func keepRequest(ctx context.Context, rs durable.RequestStore, runID string, cr *chatRequest) error {
+	if err := rs.SaveRequest(ctx, runID, cr.body); err != nil {
 		return fmt.Errorf("storing the run's request: %w", err)
 	}
 	return nil

@@ -77,15 +77,17 @@ func (s *Store) appendJob(tx *writeTx, a *appendJob) (err error) {
 // entries may share.
 func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, opts durable.AppendOptions, now time.Time) (first, n int64, stored bool, entry []byte, err error) {
 	p := opts.Producer
-	// An append whose state and tail the writer knows and whose batch
-	// goes to the journal runs no statement: its row is queued with the
-	// others of the transaction. Any other runs statements, which must
-	// see the rows queued before it.
-	_, open := s.jt.openEpoch(runID)
-	_, tailKnown := s.jt.tail(runID)
+	// The log's state and the run's epoch, and the tail, come from the
+	// writer's memory once read, so the append writes the journal's last
+	// page and reads nothing. Such an append whose batch goes to the
+	// journal runs no statement at all: its row is queued with the others
+	// of the transaction. Any other runs statements, which must see the
+	// rows queued before it.
+	epoch, open := s.jt.openEpoch(runID)
+	tail, tailKnown := s.jt.tail(runID)
 	if !open || !tailKnown || p.ID != "" || len(batch) >= putMany {
 		if err := tx.flushJournal(); err != nil {
-			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, nil, err
 		}
 	}
 	if p.ID != "" {
@@ -100,10 +102,6 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, 
 			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
 	}
-	// The log's state and the run's epoch, and the tail, come from the
-	// writer's memory once read, so the append writes the journal's last
-	// page and reads nothing.
-	epoch, open := s.jt.openEpoch(runID)
 	var closed sql.NullInt64
 	created, known := false, open
 	if !open {
@@ -142,7 +140,11 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, 
 	// here starts at 0. Asking would scan the journal, which has no index
 	// by run: about 100 us for the first append of every run.
 	var last int64
-	if !created {
+	switch {
+	case created:
+	case tailKnown:
+		last = tail
+	default:
 		if last, err = s.appendTail(tx, runID); err != nil {
 			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
 		}
@@ -170,7 +172,7 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, 
 	s.jt.set(runID, last+n, rows)
 	if p.ID != "" {
 		if err := tx.flushJournal(); err != nil {
-			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
+			return 0, 0, false, nil, err
 		}
 		if _, err := tx.Stmt(s.st.producerPut).Exec(runID, p.ID, p.Seq, last+1, n); err != nil {
 			return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)

@@ -143,7 +143,10 @@ func (s *Store) insertTx(tx *writeTx, rec durable.RunRecord) (bool, error) {
 		return false, fmt.Errorf("durable/sqlite: create run: %w", err)
 	}
 	n, err := res.RowsAffected()
-	return err == nil && n == 1, nil
+	if err != nil {
+		return false, fmt.Errorf("durable/sqlite: create run: %w", err)
+	}
+	return n == 1, nil
 }
 
 // createTx records rec unless its run exists, and returns the run as

@@ -973,7 +973,7 @@ func (s *Store) run(tx *writeTx, o *op) error {
 		return s.appendJob(tx, &o.app)
 	}
 	if err := tx.flushJournal(); err != nil {
-		return fmt.Errorf("durable/sqlite: append: %w", err)
+		return err
 	}
 	return o.fn(tx)
 }
@@ -987,9 +987,7 @@ func (s *Store) commitAlone(o *op) {
 	}
 	err = s.run(tx, o)
 	if err == nil {
-		if err = tx.flushJournal(); err != nil {
-			err = fmt.Errorf("durable/sqlite: append: %w", err)
-		}
+		err = tx.flushJournal()
 	}
 	if err != nil {
 		tx.Rollback()

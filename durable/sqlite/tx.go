@@ -55,7 +55,7 @@ func (tx *writeTx) flushJournal() error {
 		}
 		n := journalPutRows[i] * 4
 		if _, err := tx.st.journalPuts[i].Exec(rows[:n]...); err != nil {
-			return err
+			return fmt.Errorf("durable/sqlite: journal insert: %w", err)
 		}
 		rows = rows[n:]
 	}

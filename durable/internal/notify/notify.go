@@ -35,7 +35,8 @@ type Sub struct {
 	c      chan struct{}
 	h      *Hub
 	key    string
-	waited bool // Wait was called (Waiters counts the key)
+	l      *subList // the key's, while subscribed: a wait reads its generation without a map lookup
+	waited bool     // Wait was called (Waiters counts the key)
 }
 
 // A Waiter is one wait of a subscription: C receives a token at the next
@@ -63,17 +64,19 @@ func (h *Hub) Subscribe(key string) *Sub {
 		h.subs[key] = l
 	}
 	l.list = append(l.list, s)
+	s.l = l
 	return s
 }
 
 // Wait starts a wait: a wake-up of the key from now on leaves a token in
 // C. Gen is the key's generation now: two waits of one key that return the
-// same Gen had no wake-up of it between them.
+// same Gen had no wake-up of it between them. On a closed hub, or a
+// closed Sub, C is closed and Gen is 0.
 func (s *Sub) Wait() Waiter {
 	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
+	if h.closed || s.l == nil {
 		return Waiter{C: closedCh}
 	}
 	select {
@@ -81,7 +84,7 @@ func (s *Sub) Wait() Waiter {
 	default:
 	}
 	s.waited = true
-	return Waiter{C: s.c, Gen: h.subs[s.key].gen}
+	return Waiter{C: s.c, Gen: s.l.gen}
 }
 
 // Close ends the subscription; the key is forgotten with its last one.
@@ -90,9 +93,9 @@ func (s *Sub) Close() {
 	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	l := h.subs[s.key]
+	l := s.l
 	if l == nil {
-		return
+		return // closed already
 	}
 	for i, o := range l.list {
 		if o == s {
@@ -105,6 +108,7 @@ func (s *Sub) Close() {
 	if len(l.list) == 0 {
 		delete(h.subs, s.key)
 	}
+	s.l = nil
 }
 
 // wake leaves a token with each of l's subscriptions and moves its

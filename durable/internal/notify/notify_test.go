@@ -94,6 +94,11 @@ func TestSubscription(t *testing.T) {
 	other.Close()
 	s.Close()
 	s.Close() // twice is harmless
+	select {
+	case <-s.Wait().C:
+	default:
+		t.Fatal("a wait of a closed subscription blocks")
+	}
 	if n := h.Waiters(); n != 0 {
 		t.Fatalf("%d keys left after every subscription closed", n)
 	}
