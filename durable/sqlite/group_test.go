@@ -492,6 +492,27 @@ func TestCommitGapAdapts(t *testing.T) {
 	}
 }
 
+// A write that finds the writer idle, the gap long spent since its last
+// commit, still waits CommitGap for the writes that come with it (paced
+// streams' tokens come in bursts), and no longer; a lone writer's write
+// does not wait.
+func TestCommitGapAfterIdle(t *testing.T) {
+	const lo, hi = time.Hour, 2 * time.Hour
+	now := time.Now()
+	g := gapper{min: lo, max: hi, gap: hi, lastCommit: now.Add(-3 * time.Hour), idleWrite: now}
+	if w := g.wait(); w <= 0 || w > lo {
+		t.Fatalf("a write at an idle writer waits %v, want up to %v", w, lo)
+	}
+	g.idleWrite = now.Add(-2 * lo)
+	if w := g.wait(); w > 0 {
+		t.Fatalf("a write that came CommitGap ago or more waits %v", w)
+	}
+	lone := gapper{min: lo, max: hi, gap: hi, lastCommit: now.Add(-3 * time.Hour), idleWrite: now, sinceShared: lonely}
+	if w := lone.wait(); w > 0 {
+		t.Fatalf("a lone writer's write waits %v", w)
+	}
+}
+
 // Producers that batch (an unpaced model's appends, many entries a write)
 // do not grow the gap, and a few of them are not made to wait for it:
 // each has its next batch queued behind the one being stored. Many of them

@@ -50,8 +50,9 @@ type Options struct {
 	// commits while several writers share them: the writer sleeps out the
 	// rest of the gap after a commit and then commits, in one transaction,
 	// everything queued meanwhile (up to MaxGroup; after a full commit it
-	// does not wait). Zero means none: every write is committed as soon as
-	// the writer is free. A gap trades latency for CPU: with 100 producers
+	// does not wait). A write that finds the writer idle waits CommitGap
+	// too, for the writes that come with it. Zero means none: every write
+	// is committed as soon as the writer is free. A gap trades latency for CPU: with 100 producers
 	// each appending a token every 10 ms, 2 ms took a commit from 8 to 28
 	// writes, saved about a tenth of the server's CPU per event and added
 	// 1 to 2 ms to the median token latency (bench/README.md); goai serve
@@ -759,6 +760,7 @@ func (s *Store) writer() {
 				s.finishQueued(group)
 				return
 			}
+			g.idleWrite = time.Now()
 		}
 		group = s.take(group, s.urgent)
 		group = s.takeBacklog(group)
@@ -796,8 +798,9 @@ const lonely = 8
 type gapper struct {
 	timer       *time.Timer
 	lastCommit  time.Time
-	sinceShared int  // commits since the last one of several writes
-	full        bool // the last commit carried Options.MaxGroup writes
+	idleWrite   time.Time // when the last write that found the writer idle came
+	sinceShared int       // commits since the last one of several writes
+	full        bool      // the last commit carried Options.MaxGroup writes
 
 	gap, min, max time.Duration // the gap now, within CommitGap and CommitGapMax
 	avgWrites     int           // the writes of recent commits, on average, in sixteenths
@@ -805,17 +808,26 @@ type gapper struct {
 }
 
 // wait returns how long the writer waits before its next commit (none if
-// not positive). A writer whose last commit was full has more waiting than
-// a commit takes, and does not wait. Nor does one whose few producers are
-// batching: each has its next batch queued behind the one being stored,
-// so nothing would arrive during the gap; with many (commits of fewWrites
-// writes or more), new runs' writes do arrive, and sharing commits saves
-// CPU (5 % at 100 unpaced streams).
+// not positive): until the gap has passed since the last commit, and at
+// least CommitGap since a write found the writer idle. Paced streams' tokens
+// come in bursts (their timers fire close together), and the first of a
+// burst, long after the last commit, was committed alone at once, the next
+// few in the commit after it: at 100 streams paced at 50 ms, a fifth of the
+// commits carried one write. Waiting CommitGap for the rest of the burst
+// nearly doubled the writes a commit carries there, and no write waits
+// longer than the gap (bench/README.md, twenty-fifth pass).
+//
+// A writer whose last commit was full has more waiting than a commit
+// takes, and does not wait. Nor does one whose few producers are batching:
+// each has its next batch queued behind the one being stored, so nothing
+// would arrive during the gap; with many (commits of fewWrites writes or
+// more), new runs' writes do arrive, and sharing commits saves CPU (5 % at
+// 100 unpaced streams).
 func (g *gapper) wait() time.Duration {
 	if g.sinceShared >= lonely || g.full || g.batching() && g.avgWrites < fewWrites*16 {
 		return 0
 	}
-	return g.gap - time.Since(g.lastCommit)
+	return max(g.gap-time.Since(g.lastCommit), g.min-time.Since(g.idleWrite))
 }
 
 // batchedEntries is the entries a write appends on average past which its
