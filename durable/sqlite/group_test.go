@@ -556,3 +556,90 @@ func TestCommitGapBatching(t *testing.T) {
 		t.Fatalf("after the batching stopped: batching %v, gap %v", few.batching(), few.gap)
 	}
 }
+
+// Appends of many entries to several runs in one transaction queue their
+// chunks (maxChunk entries at most each) and insert them together after
+// the transaction's other appends: every run reads back exactly its own
+// entries, from the database, in order.
+func TestManyEntryAppendsShareChunkInserts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "goai.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	runs := []string{"a", "b", "c", "d", "e"}
+	want := map[string][]string{}
+	for _, run := range runs {
+		// The log exists and the writer knows its tail: the next append
+		// runs no statement of its own.
+		first := fmt.Sprintf(`{"run":%q,"n":0}`, run)
+		if _, err := s.Append(ctx, run, [][]byte{[]byte(first)}); err != nil {
+			t.Fatal(err)
+		}
+		want[run] = []string{first}
+	}
+	batches := map[string][][]byte{}
+	for i, run := range runs {
+		for k := range putMany + 30*i { // 16 to 136 entries: up to three chunks
+			e := fmt.Sprintf(`{"type":"TEXT_MESSAGE_CONTENT","run":%q,"n":%d,"delta":"tok %d "}`, run, k+1, k*k)
+			batches[run] = append(batches[run], []byte(e))
+			want[run] = append(want[run], e)
+		}
+	}
+	var wg sync.WaitGroup
+	release := holdWriter(s, &wg)
+	before := s.CommitStats()
+	for _, run := range runs {
+		wg.Go(func() {
+			if _, err := s.Append(ctx, run, batches[run]); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for len(s.ops) < len(runs) {
+		time.Sleep(time.Millisecond)
+	}
+	// A small append joins them, last, to the journal.
+	wg.Go(func() {
+		if _, err := s.Append(ctx, "a", [][]byte{[]byte(`{"last":true}`)}); err != nil {
+			t.Error(err)
+		}
+	})
+	for len(s.ops) < len(runs)+1 {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+	// The held write, then one commit of every append.
+	if got, want := s.CommitStats(), (durable.CommitStats{Commits: before.Commits + 2, Writes: before.Writes + int64(len(runs)) + 2}); got != want {
+		t.Fatalf("%+v, want %+v (one commit of the appends)", got, want)
+	}
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	// Read back from the file, not from the cache of recent entries.
+	s, err = Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	for _, run := range runs {
+		w := want[run]
+		if run == "a" {
+			w = append(slices.Clone(w), `{"last":true}`)
+		}
+		got, err := s.Snapshot(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(w) {
+			t.Fatalf("run %s: %d entries, want %d", run, len(got), len(w))
+		}
+		for i, e := range got {
+			if string(e.Data) != w[i] {
+				t.Fatalf("run %s entry %d: %s, want %s", run, i+1, e.Data, w[i])
+			}
+		}
+	}
+}

@@ -79,13 +79,12 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, 
 	p := opts.Producer
 	// The log's state and the run's epoch, and the tail, come from the
 	// writer's memory once read, so the append writes the journal's last
-	// page and reads nothing. Such an append whose batch goes to the
-	// journal runs no statement at all: its row is queued with the others
-	// of the transaction. Any other runs statements, which must see the
-	// rows queued before it.
+	// page and reads nothing. Such an append runs no statement at all:
+	// its rows are queued with the others of the transaction. Any other
+	// runs statements, which must see the rows queued before it.
 	epoch, open := s.jt.openEpoch(runID)
 	tail, tailKnown := s.jt.tail(runID)
-	if !open || !tailKnown || p.ID != "" || len(batch) >= putMany {
+	if !open || !tailKnown || p.ID != "" {
 		if err := tx.flushJournal(); err != nil {
 			return 0, 0, false, nil, err
 		}
@@ -150,9 +149,10 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, 
 		}
 	}
 	n = int64(len(batch))
-	// A small batch goes to the journal as one chunk; a large one is
-	// written straight to goai_chunks, where its run's page is written
-	// once for many entries anyway.
+	// A small batch goes to the journal as one chunk; a large one goes
+	// straight to goai_chunks, where its run's page is written once for
+	// many entries anyway, in chunks of maxChunk entries at most. Either
+	// way the rows are queued, and inserted with the transaction's others.
 	rows := 0
 	if len(batch) < putMany {
 		rows = 1
@@ -166,8 +166,11 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, 
 		}
 		tx.queueJournal(runID, last+1, last+n, data)
 		s.jt.inserted(journalRow{run: runID, first: last + 1, last: last + n, data: data})
-	} else if err := s.putChunks(tx.Stmt(s.st.chunkPut), runID, last+1, batch); err != nil {
-		return 0, 0, false, nil, fmt.Errorf("durable/sqlite: append: %w", err)
+	} else {
+		for at := 0; at < len(batch); at += maxChunk {
+			c := batch[at:min(at+maxChunk, len(batch))]
+			tx.queueChunk(runID, last+1+int64(at), last+int64(at+len(c)), c)
+		}
 	}
 	s.jt.set(runID, last+n, rows)
 	if p.ID != "" {
@@ -210,36 +213,6 @@ func (s *Store) createLog(tx *writeTx, runID string, now time.Time) (bool, error
 	n, err := res.RowsAffected()
 	return n == 1, err
 }
-
-// putChunks inserts batch as runID's entries from seq first on, in chunks
-// of maxChunk entries at most. The chunks are encoded in the writer's
-// buffer, reused from append to append: the driver copies what it binds.
-func (s *Store) putChunks(ins *sql.Stmt, runID string, first int64, batch [][]byte) error {
-	defer func() {
-		if cap(s.chunkBuf) > maxChunkBuf {
-			s.chunkBuf = nil // one large entry does not stay held
-		}
-	}()
-	for len(batch) > 0 {
-		c := batch[:min(len(batch), maxChunk)]
-		data := c[0]
-		if len(c) > 1 {
-			s.chunkBuf = appendChunk(s.chunkBuf[:0], c)
-			data = s.chunkBuf
-		} else if data == nil {
-			data = []byte{}
-		}
-		if _, err := ins.Exec(runID, first, first+int64(len(c))-1, data); err != nil {
-			return err
-		}
-		batch, first = batch[len(c):], first+int64(len(c))
-	}
-	return nil
-}
-
-// maxChunkBuf is the largest buffer putChunks keeps between appends: the
-// encoding of a full chunk of typical events.
-const maxChunkBuf = 64 << 10
 
 // Close implements durable.Log.
 func (s *Store) Close(ctx context.Context, runID string) error {

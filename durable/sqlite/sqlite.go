@@ -132,9 +132,10 @@ type Store struct {
 	tail    tail.Reader
 	st      stmts
 	jt      journalTails // the writer goroutine's
-	// chunkBuf is the writer goroutine's buffer for encoding chunks
-	// (putChunks).
-	chunkBuf []byte
+	// chunkBuf and chunkArgs are the writer goroutine's buffers for the
+	// chunks a transaction queues (writeTx.queueChunk).
+	chunkBuf  []byte
+	chunkArgs []any
 	// carried counts the entries the writer's transaction in progress
 	// appended (the commit gap's measure of batching producers).
 	carried int
@@ -963,7 +964,7 @@ func (s *Store) begin() (*writeTx, error) {
 	if _, err := s.st.begin.Exec(); err != nil {
 		return nil, fmt.Errorf("durable/sqlite: begin: %w", err)
 	}
-	tx := &writeTx{c: s.wc, st: &s.st, ended: s.transactionEnded, journal: s.journalArgs[:0]}
+	tx := &writeTx{c: s.wc, st: &s.st, ended: s.transactionEnded, journal: s.journalArgs[:0], chunks: s.chunkArgs[:0], chunkData: s.chunkBuf[:0]}
 	if err := s.checkForeignWrites(); err != nil {
 		tx.Rollback()
 		return nil, err
@@ -1026,7 +1027,8 @@ func (s *Store) finish(tx *writeTx, group []*op) {
 		}
 		return
 	}
-	s.journalArgs = tx.journal[:0] // flushed: its array serves the next transaction
+	// Flushed: their arrays serve the next transaction.
+	s.journalArgs, s.chunkArgs, s.chunkBuf = tx.journal[:0], tx.chunks[:0], tx.chunkData[:0]
 	s.jt.committed()
 	s.commits.Add(1)
 	s.writes.Add(int64(len(group)))

@@ -35,6 +35,8 @@ type stmts struct {
 	// journalPuts insert 1, 2, 4, ... 64 journal rows (journalPutRows):
 	// a transaction's queued rows go in a few statements (writeTx.flushJournal).
 	journalPuts [len(journalPutRows)]*sql.Stmt
+	// chunkPuts are the same for goai_chunks (writeTx.queueChunk).
+	chunkPuts [len(journalPutRows)]*sql.Stmt
 
 	writer map[*sql.Stmt]bool // the statements prepared on the writer's connection
 
@@ -183,6 +185,8 @@ func (s *Store) prepare() error {
 	for i, n := range journalPutRows {
 		s.st.journalPuts[i] = w(`INSERT INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES ` +
 			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?), `, n), ", "))
+		s.st.chunkPuts[i] = w(`INSERT INTO goai_chunks (log, first_seq, last_seq, data) VALUES ` +
+			strings.TrimSuffix(strings.Repeat(`((SELECT id FROM goai_logs WHERE run_id = ?), ?, ?, ?), `, n), ", "))
 	}
 	if len(errs) > 0 {
 		s.st.close()
@@ -210,7 +214,7 @@ func (st *stmts) close() {
 			s.Close()
 		}
 	}
-	for _, s := range st.journalPuts {
+	for _, s := range append(st.journalPuts[:], st.chunkPuts[:]...) {
 		if s != nil {
 			s.Close()
 		}

@@ -31,6 +31,11 @@ type writeTx struct {
 	// statement sees the journal as if each row had been inserted when it
 	// was queued.
 	journal []any
+	// chunks holds the rows of goai_chunks queued by appends of many
+	// entries (queueChunk), as journal does those of the journal; their
+	// data is in chunkData, which the transaction's flush frees for reuse.
+	chunks    []any
+	chunkData []byte
 }
 
 // journalPutRows are the row counts of stmts.journalPuts.
@@ -44,31 +49,72 @@ func (tx *writeTx) queueJournal(runID string, first, last int64, data []byte) {
 	tx.journal = append(tx.journal, runID, first, last, data)
 }
 
-// flushJournal inserts the queued journal rows, in the order they were
-// queued, in as few statements as journalPutRows allow.
+// queueChunk queues a row of goai_chunks: runID's entries first..last,
+// encoded from batch. An unpaced transaction carries a batch of tens of
+// entries from each of tens of runs, a row each.
+func (tx *writeTx) queueChunk(runID string, first, last int64, batch [][]byte) {
+	from := len(tx.chunkData)
+	if len(batch) == 1 {
+		tx.chunkData = append(tx.chunkData, batch[0]...)
+	} else {
+		tx.chunkData = appendChunk(tx.chunkData, batch)
+	}
+	// Capped: a later chunk appended to the buffer never writes into this
+	// one's bytes (a grown buffer leaves the earlier rows in the old one).
+	data := tx.chunkData[from:len(tx.chunkData):len(tx.chunkData)]
+	if data == nil {
+		data = []byte{}
+	}
+	tx.chunks = append(tx.chunks, runID, first, last, data)
+}
+
+// flushJournal inserts the queued rows, journal and chunks, each table's
+// in the order they were queued, in as few statements as journalPutRows
+// allow.
 func (tx *writeTx) flushJournal() error {
-	rows := tx.journal
+	if err := insertRows(tx.journal, &tx.st.journalPuts); err != nil {
+		return fmt.Errorf("durable/sqlite: journal insert: %w", err)
+	}
+	clear(tx.journal) // the rows' data is the writer's copy or the producer's: not kept here
+	tx.journal = tx.journal[:0]
+	if err := insertRows(tx.chunks, &tx.st.chunkPuts); err != nil {
+		return fmt.Errorf("durable/sqlite: chunk insert: %w", err)
+	}
+	clear(tx.chunks)
+	tx.chunks = tx.chunks[:0]
+	if cap(tx.chunkData) > maxChunkData {
+		tx.chunkData = nil // a burst of large entries does not stay held
+	}
+	tx.chunkData = tx.chunkData[:0] // the driver copied what it bound
+	return nil
+}
+
+// maxChunkData is the largest buffer of queued chunks a transaction
+// leaves to the next: a commit of a hundred unpaced runs' batches.
+const maxChunkData = 1 << 20
+
+// insertRows inserts rows, four arguments a row, with puts, whose
+// statements insert journalPutRows rows each.
+func insertRows(rows []any, puts *[len(journalPutRows)]*sql.Stmt) error {
 	for len(rows) > 0 {
 		i := len(journalPutRows) - 1
 		for journalPutRows[i]*4 > len(rows) {
 			i--
 		}
 		n := journalPutRows[i] * 4
-		if _, err := tx.st.journalPuts[i].Exec(rows[:n]...); err != nil {
-			return fmt.Errorf("durable/sqlite: journal insert: %w", err)
+		if _, err := puts[i].Exec(rows[:n]...); err != nil {
+			return err
 		}
 		rows = rows[n:]
 	}
-	clear(tx.journal) // the rows' data is the writer's copy or the producer's: not kept here
-	tx.journal = tx.journal[:0]
 	return nil
 }
 
-// unflushed panics if journal rows are queued: a statement that ran now
-// would not see them.
+// unflushed panics if rows are queued: a statement that ran now would not
+// see them.
 func (tx *writeTx) unflushed() {
-	if len(tx.journal) > 0 {
-		panic("durable/sqlite: a statement run in the writer's transaction with journal rows queued (flushJournal first)")
+	if len(tx.journal) > 0 || len(tx.chunks) > 0 {
+		panic("durable/sqlite: a statement run in the writer's transaction with rows queued (flushJournal first)")
 	}
 }
 
@@ -130,6 +176,9 @@ func (tx *writeTx) Rollback() error {
 	defer tx.ended()
 	clear(tx.journal) // never inserted: the rollback drops them with the rest
 	tx.journal = tx.journal[:0]
+	clear(tx.chunks)
+	tx.chunks = tx.chunks[:0]
+	tx.chunkData = tx.chunkData[:0]
 	_, err := tx.st.rollback.Exec()
 	return err
 }

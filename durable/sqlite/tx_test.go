@@ -152,7 +152,7 @@ func TestJournalRowsQueuedThenInserted(t *testing.T) {
 		tx.Stmt(s.st.tailGet)
 		return nil
 	})
-	if err == nil || !strings.Contains(err.Error(), "journal rows queued") {
+	if err == nil || !strings.Contains(err.Error(), "rows queued") {
 		t.Fatalf("a statement run with journal rows queued: %v", err)
 	}
 	// The op's transaction was rolled back with its queued row.
