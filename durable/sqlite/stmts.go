@@ -182,10 +182,14 @@ func (s *Store) prepare() error {
 		listReclaimable: prep(r, listSQL+`status = 'running' AND detached_since IS NOT NULL AND detached_since <= ? ORDER BY detached_since, id`),
 		listStale:       prep(r, listSQL+`status = 'running' AND `+leaseSeen+` <= ? ORDER BY `+leaseSeen+`, id`),
 	}
+	// OR FAIL: a multi-row insert that could abort midway makes SQLite
+	// keep a statement journal, to undo the statement's earlier rows; a
+	// failed insert fails its whole transaction here, so that copy of
+	// the pages it touches is not needed.
 	for i, n := range journalPutRows {
-		s.st.journalPuts[i] = w(`INSERT INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES ` +
+		s.st.journalPuts[i] = w(`INSERT OR FAIL INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES ` +
 			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?), `, n), ", "))
-		s.st.chunkPuts[i] = w(`INSERT INTO goai_chunks (log, first_seq, last_seq, data) VALUES ` +
+		s.st.chunkPuts[i] = w(`INSERT OR FAIL INTO goai_chunks (log, first_seq, last_seq, data) VALUES ` +
 			strings.TrimSuffix(strings.Repeat(`((SELECT id FROM goai_logs WHERE run_id = ?), ?, ?, ?), `, n), ", "))
 	}
 	if len(errs) > 0 {
