@@ -195,7 +195,7 @@ type logStream struct {
 	started bool                     // the status and headers are written
 	rc      *http.ResponseController // direct: flushes w
 	sw      *streamWriter            // not direct: the sender, once started
-	buf     []byte                   // one frame
+	buf     []byte                   // the frames of one batch (direct) or one frame
 	gone    bool                     // a write failed: the client is gone
 	ended   bool                     // the log was read to its end
 
@@ -203,6 +203,10 @@ type logStream struct {
 	cs   *connStream // the connection, taken over
 	last string      // the offset of the last entry written
 }
+
+// maxFrameBuf is the largest frame buffer a log stream keeps between
+// batches: a paced batch's frames, or an unpaced one's.
+const maxFrameBuf = 32 << 10
 
 // send writes es, one batch of the log or one entry.
 func (ls *logStream) send(es []durable.Entry) error {
@@ -217,19 +221,26 @@ func (ls *logStream) send(es []durable.Entry) error {
 		}
 	}
 	var err error
-	for _, e := range es {
-		ls.buf = agui.AppendFrame(ls.buf[:0], ls.format, e.Offset, e.Data)
-		if ls.direct {
-			_, err = ls.w.Write(ls.buf) // buffered by the response: the flush below sends
-		} else {
-			_, err = ls.sw.Write(ls.buf)
+	if ls.direct {
+		// The batch's frames in one write: each write to the response
+		// locks its connection and copies into its buffer.
+		ls.buf = ls.buf[:0]
+		for _, e := range es {
+			ls.buf = agui.AppendFrame(ls.buf, ls.format, e.Offset, e.Data)
 		}
-		if err != nil {
-			break
+		if _, err = ls.w.Write(ls.buf); err == nil {
+			err = ls.rc.Flush()
 		}
-	}
-	if err == nil && ls.direct {
-		err = ls.rc.Flush()
+		if cap(ls.buf) > maxFrameBuf {
+			ls.buf = nil // a catch-up's large batch does not stay held
+		}
+	} else {
+		for _, e := range es {
+			ls.buf = agui.AppendFrame(ls.buf[:0], ls.format, e.Offset, e.Data)
+			if _, err = ls.sw.Write(ls.buf); err != nil {
+				break
+			}
+		}
 	}
 	if err != nil {
 		ls.gone = true
