@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/goai-sdk/goai/agui"
@@ -142,7 +143,7 @@ func (h *Handler) serveLog(w http.ResponseWriter, r *http.Request, principal Pri
 	}
 	leave := h.attachReader(runID)
 	_, batched := h.cfg.Store.(durable.BatchReader)
-	ls := &logStream{w: w, format: format, direct: batched}
+	ls := &logStream{w: w, format: format, direct: batched, frames: &h.frames}
 	defer ls.end(r, leave)
 	ctx := r.Context()
 	if d := h.cfg.releaseIdleAfter(); batched && d > 0 && canTakeOver(r) {
@@ -195,7 +196,8 @@ type logStream struct {
 	started bool                     // the status and headers are written
 	rc      *http.ResponseController // direct: flushes w
 	sw      *streamWriter            // not direct: the sender, once started
-	buf     []byte                   // the frames of one batch (direct) or one frame
+	buf     []byte                   // not direct: one frame
+	frames  *sync.Pool               // direct: the handler's buffers for a batch's frames
 	gone    bool                     // a write failed: the client is gone
 	ended   bool                     // the log was read to its end
 
@@ -204,8 +206,8 @@ type logStream struct {
 	last string      // the offset of the last entry written
 }
 
-// maxFrameBuf is the largest frame buffer a log stream keeps between
-// batches: a paced batch's frames, or an unpaced one's.
+// maxFrameBuf is the largest buffer of a batch's frames the handler keeps
+// for the next batch: an unpaced batch's frames take a few KiB.
 const maxFrameBuf = 32 << 10
 
 // send writes es, one batch of the log or one entry.
@@ -223,16 +225,23 @@ func (ls *logStream) send(es []durable.Entry) error {
 	var err error
 	if ls.direct {
 		// The batch's frames in one write: each write to the response
-		// locks its connection and copies into its buffer.
-		ls.buf = ls.buf[:0]
-		for _, e := range es {
-			ls.buf = agui.AppendFrame(ls.buf, ls.format, e.Offset, e.Data)
+		// locks its connection and copies into its buffer. The buffer is
+		// the handler's, held only while a batch is written: a waiting
+		// stream holds none, and a run's stream grows none afresh.
+		bp, _ := ls.frames.Get().(*[]byte)
+		if bp == nil {
+			bp = new([]byte)
 		}
-		if _, err = ls.w.Write(ls.buf); err == nil {
+		buf := (*bp)[:0]
+		for _, e := range es {
+			buf = agui.AppendFrame(buf, ls.format, e.Offset, e.Data)
+		}
+		if _, err = ls.w.Write(buf); err == nil {
 			err = ls.rc.Flush()
 		}
-		if cap(ls.buf) > maxFrameBuf {
-			ls.buf = nil // a catch-up's large batch does not stay held
+		if cap(buf) <= maxFrameBuf { // a catch-up's large batch does not stay held
+			*bp = buf
+			ls.frames.Put(bp)
 		}
 	} else {
 		for _, e := range es {

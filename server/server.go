@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -168,6 +169,7 @@ type Handler struct {
 	metrics  metrics
 	draining atomic.Bool
 	conns    connStreams // durable streams taken over from net/http
+	frames   sync.Pool   // *[]byte: buffers for a durable batch's frames (logStream.send)
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.root.ServeHTTP(w, r) }
