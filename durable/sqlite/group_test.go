@@ -643,3 +643,70 @@ func TestManyEntryAppendsShareChunkInserts(t *testing.T) {
 		}
 	}
 }
+
+// An op that reads and writes no log's rows (a run's start, a thread or
+// request save, a record update) runs with the rows of the appends before
+// it still queued; any other op has them inserted first. Either way every
+// row is stored when the transaction commits.
+func TestLogFreeOpsLeaveRowsQueued(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "goai.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	ctx := context.Background()
+	for _, run := range []string{"a", "b"} {
+		if _, err := s.Append(ctx, run, [][]byte{[]byte(`{"n":1}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var queuedAtFree, queuedAtOther int
+	var wg sync.WaitGroup
+	release := holdWriter(s, &wg)
+	step := func(n int, f func()) {
+		wg.Go(f)
+		for len(s.ops) < n {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	appendTo := func(run string) func() {
+		return func() {
+			if _, err := s.Append(ctx, run, [][]byte{[]byte(`{"n":2}`)}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	step(1, appendTo("a"))
+	step(2, func() {
+		if err := s.execLogFree(ctx, noRun, func(tx *writeTx) error {
+			queuedAtFree = len(tx.journal) / 4
+			_, err := tx.Stmt(s.st.requestPut).Exec("r", []byte("{}"))
+			return err
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	step(3, appendTo("b"))
+	step(4, func() {
+		if err := s.exec(ctx, noRun, func(tx *writeTx) error {
+			queuedAtOther = len(tx.journal) / 4
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	release()
+	wg.Wait()
+	if queuedAtFree != 1 || queuedAtOther != 0 {
+		t.Fatalf("rows queued when the log-free op ran: %d, want 1; when the other ran: %d, want 0", queuedAtFree, queuedAtOther)
+	}
+	for _, run := range []string{"a", "b"} {
+		got, err := s.Snapshot(ctx, run)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("run %s: %d entries, %v; want 2", run, len(got), err)
+		}
+	}
+	if body, err := s.LoadRequest(ctx, "r"); err != nil || string(body) != "{}" {
+		t.Fatalf("the request saved by the log-free op: %q, %v", body, err)
+	}
+}

@@ -16,7 +16,7 @@ func (s *Store) SaveRequest(ctx context.Context, runID string, body []byte) erro
 	if err := durable.CheckRunID(runID); err != nil {
 		return err
 	}
-	return s.exec(ctx, oneRun(runID), func(tx *writeTx) error {
+	return s.execLogFree(ctx, oneRun(runID), func(tx *writeTx) error {
 		if _, err := tx.Stmt(s.st.requestPut).Exec(runID, body); err != nil {
 			return fmt.Errorf("durable/sqlite: save request: %w", err)
 		}

@@ -191,7 +191,7 @@ func (s *Store) StartRun(ctx context.Context, rec durable.RunRecord) (durable.Ru
 	fresh.DriverEpoch = durable.Ptr(int64(1))
 	skew := s.opts.Now().Sub(rec.StartedAt)
 	beat := skew > time.Second || skew < -time.Second
-	err = s.exec(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
+	err = s.execLogFree(ctx, oneRun(rec.RunID), func(tx *writeTx) error {
 		claimed = false
 		var err error
 		if claimable {
@@ -313,7 +313,7 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 	if shape.fenced {
 		args = append(args, patch.IfEpoch)
 	}
-	return s.exec(ctx, oneRun(runID), func(tx *writeTx) error {
+	return s.execLogFree(ctx, oneRun(runID), func(tx *writeTx) error {
 		if shape.columns != 0 {
 			st, err := s.patchStmt(shape, cols)
 			if err != nil {

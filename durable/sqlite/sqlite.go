@@ -171,7 +171,13 @@ type op struct {
 	committed func() // if set, run after the commit, before the wake-up
 	wake      string // run whose readers to wake after the commit
 	changes   scope  // forgotten from the writer's memory before fn runs
-	app       appendJob
+	// logFree: fn reads and writes no log's rows (goai_logs,
+	// goai_chunk_journal, goai_chunks), so the rows the transaction's
+	// appends queued before it need not be inserted first: they go in
+	// with the rest, in fewer statements (a run's start, saves and
+	// record updates are a quarter of an unpaced transaction's writes).
+	logFree bool
+	app     appendJob
 	// The outcome goes to done, or, for an append queued by AppendQueued
 	// (which has no done), to app.then.
 	done chan error
@@ -583,6 +589,12 @@ func (s *Store) execThen(ctx context.Context, changes scope, wake string, fn fun
 	return s.execOp(ctx, &op{fn: fn, committed: committed, wake: wake, changes: changes, done: make(chan error, 1)})
 }
 
+// execLogFree is exec for an fn that reads and writes no log's rows
+// (op.logFree).
+func (s *Store) execLogFree(ctx context.Context, changes scope, fn func(tx *writeTx) error) error {
+	return s.execOp(ctx, &op{fn: fn, changes: changes, logFree: true, done: make(chan error, 1)})
+}
+
 // busyTimeoutMs is how long a connection waits for a lock held by another
 // (the writer's outside catchUpWAL, and the readers').
 const busyTimeoutMs = 10000
@@ -984,6 +996,12 @@ func (s *Store) run(tx *writeTx, o *op) error {
 	}
 	if o.fn == nil {
 		return s.appendJob(tx, &o.app)
+	}
+	if o.logFree {
+		tx.logFree = true
+		err := o.fn(tx)
+		tx.logFree = false
+		return err
 	}
 	if err := tx.flushJournal(); err != nil {
 		return err

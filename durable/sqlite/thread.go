@@ -20,7 +20,7 @@ func (s *Store) SaveThread(ctx context.Context, t durable.Thread) error {
 	if t.Interrupts != nil {
 		interrupts = string(t.Interrupts)
 	}
-	return s.exec(ctx, noRun, func(tx *writeTx) error {
+	return s.execLogFree(ctx, noRun, func(tx *writeTx) error {
 		s.addingThread(t.ThreadID)
 		_, err := tx.Stmt(s.st.threadPut).Exec(t.ThreadID, string(t.Messages), t.RunID, interrupts, t.UpdatedAt.UnixMilli(), t.Owner)
 		if err != nil {

@@ -36,6 +36,9 @@ type writeTx struct {
 	// data is in chunkData, which the transaction's flush frees for reuse.
 	chunks    []any
 	chunkData []byte
+	// logFree: the op running promised to read and write no log's rows
+	// (op.logFree): its statements may run with rows queued.
+	logFree bool
 }
 
 // journalPutRows are the row counts of stmts.journalPuts.
@@ -113,7 +116,7 @@ func insertRows(rows []any, puts *[len(journalPutRows)]*sql.Stmt) error {
 // unflushed panics if rows are queued: a statement that ran now would not
 // see them.
 func (tx *writeTx) unflushed() {
-	if len(tx.journal) > 0 || len(tx.chunks) > 0 {
+	if !tx.logFree && (len(tx.journal) > 0 || len(tx.chunks) > 0) {
 		panic("durable/sqlite: a statement run in the writer's transaction with rows queued (flushJournal first)")
 	}
 }
