@@ -206,8 +206,9 @@ type logStream struct {
 	last string      // the offset of the last entry written
 }
 
-// maxFrameBuf is the largest buffer of a batch's frames the handler keeps
-// for the next batch: an unpaced batch's frames take a few KiB.
+// maxFrameBuf bounds the frames of a batch held before they are written,
+// and the buffers the handler keeps for the next batch: an unpaced batch's
+// frames take a few KiB.
 const maxFrameBuf = 32 << 10
 
 // send writes es, one batch of the log or one entry.
@@ -235,11 +236,19 @@ func (ls *logStream) send(es []durable.Entry) error {
 		buf := (*bp)[:0]
 		for _, e := range es {
 			buf = agui.AppendFrame(buf, ls.format, e.Offset, e.Data)
+			if len(buf) >= maxFrameBuf { // a catch-up's long page: written as it goes
+				if _, err = ls.w.Write(buf); err != nil {
+					break
+				}
+				buf = buf[:0]
+			}
 		}
-		if _, err = ls.w.Write(buf); err == nil {
-			err = ls.rc.Flush()
+		if err == nil {
+			if _, err = ls.w.Write(buf); err == nil {
+				err = ls.rc.Flush()
+			}
 		}
-		if cap(buf) <= maxFrameBuf { // a catch-up's large batch does not stay held
+		if cap(buf) <= 2*maxFrameBuf { // a large entry's buffer does not stay held
 			*bp = buf
 			ls.frames.Put(bp)
 		}
