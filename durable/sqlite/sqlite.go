@@ -52,11 +52,12 @@ type Options struct {
 	// everything queued meanwhile (up to MaxGroup; after a full commit it
 	// does not wait). A write that finds the writer idle waits CommitGap
 	// too, for the writes that come with it. Zero means none: every write
-	// is committed as soon as the writer is free. A gap trades latency for CPU: with 100 producers
-	// each appending a token every 10 ms, 2 ms took a commit from 8 to 28
-	// writes, saved about a tenth of the server's CPU per event and added
-	// 1 to 2 ms to the median token latency (bench/README.md); goai serve
-	// uses 2 ms. CommitStats counts the writes a commit shares.
+	// is committed as soon as the writer is free. A gap trades latency for
+	// CPU: with 100 producers each appending a token every 10 ms, 2 ms took
+	// a commit from 8 to 28 writes, saved about a tenth of the server's CPU
+	// per event and added 1 to 2 ms to the median token latency
+	// (bench/README.md); goai serve uses 2 ms. CommitStats counts the
+	// writes a commit shares.
 	CommitGap time.Duration
 	// CommitGapMax, if above CommitGap, lets the gap grow while commits
 	// carry few writes: while recent commits carry fewer than 16 on
