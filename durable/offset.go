@@ -3,6 +3,7 @@ package durable
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"hash/fnv"
 	"net/url"
 	"slices"
 	"strconv"
@@ -33,17 +34,12 @@ const offsetTagLen = 8
 // 2^48) only lets a client's wrong offset through as a position in the
 // right run.
 func logTag(scheme, runID string) string {
-	const offset64, prime64 = 14695981039346656037, 1099511628211
-	h := uint64(offset64)
-	for i := 0; i < len(scheme); i++ {
-		h = (h ^ uint64(scheme[i])) * prime64
-	}
-	h *= prime64 // the NUL between them
-	for i := 0; i < len(runID); i++ {
-		h = (h ^ uint64(runID[i])) * prime64
-	}
+	h := fnv.New64a()
+	h.Write([]byte(scheme))
+	h.Write([]byte{0})
+	h.Write([]byte(runID))
 	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], h)
+	binary.BigEndian.PutUint64(b[:], h.Sum64())
 	return base64.RawURLEncoding.EncodeToString(b[:6])
 }
 

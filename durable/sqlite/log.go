@@ -85,7 +85,7 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, 
 	epoch, open := s.jt.openEpoch(runID)
 	tail, tailKnown := s.jt.tail(runID)
 	if !open || !tailKnown || p.ID != "" {
-		if err := tx.flushJournal(); err != nil {
+		if err := tx.flushQueued(); err != nil {
 			return 0, 0, false, nil, err
 		}
 	}
@@ -174,7 +174,7 @@ func (s *Store) appendTx(tx *writeTx, runID string, batch [][]byte, owned bool, 
 	}
 	s.jt.set(runID, last+n, rows)
 	if p.ID != "" {
-		if err := tx.flushJournal(); err != nil {
+		if err := tx.flushQueued(); err != nil {
 			return 0, 0, false, nil, err
 		}
 		if _, err := tx.Stmt(s.st.producerPut).Exec(runID, p.ID, p.Seq, last+1, n); err != nil {

@@ -176,7 +176,7 @@ type op struct {
 	// goai_chunk_journal, goai_chunks), so the rows the transaction's
 	// appends queued before it need not be inserted first: they go in
 	// with the rest, in fewer statements (a run's start, saves and
-	// record updates are a quarter of an unpaced transaction's writes).
+	// record updates are a third of an unpaced transaction's writes).
 	logFree bool
 	app     appendJob
 	// The outcome goes to done, or, for an append queued by AppendQueued
@@ -955,7 +955,7 @@ func (s *Store) commit(group []*op) {
 			return
 		}
 	}
-	if err := tx.flushJournal(); err != nil {
+	if err := tx.flushQueued(); err != nil {
 		s.retryAlone(tx, group)
 		return
 	}
@@ -1005,7 +1005,7 @@ func (s *Store) run(tx *writeTx, o *op) error {
 		tx.logFree = false
 		return err
 	}
-	if err := tx.flushJournal(); err != nil {
+	if err := tx.flushQueued(); err != nil {
 		return err
 	}
 	return o.fn(tx)
@@ -1020,7 +1020,7 @@ func (s *Store) commitAlone(o *op) {
 	}
 	err = s.run(tx, o)
 	if err == nil {
-		err = tx.flushJournal()
+		err = tx.flushQueued()
 	}
 	if err != nil {
 		tx.Rollback()

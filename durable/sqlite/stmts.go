@@ -33,7 +33,7 @@ type stmts struct {
 	listByThread, listActive, listReclaimable, listStale *sql.Stmt
 
 	// journalPuts insert 1, 2, 4, ... 64 journal rows (journalPutRows):
-	// a transaction's queued rows go in a few statements (writeTx.flushJournal).
+	// a transaction's queued rows go in a few statements (writeTx.flushQueued).
 	journalPuts [len(journalPutRows)]*sql.Stmt
 	// chunkPuts are the same for goai_chunks (writeTx.queueChunk).
 	chunkPuts [len(journalPutRows)]*sql.Stmt
@@ -185,7 +185,8 @@ func (s *Store) prepare() error {
 	// OR FAIL: a multi-row insert that could abort midway makes SQLite
 	// keep a statement journal, to undo the statement's earlier rows; a
 	// failed insert fails its whole transaction here, so that copy of
-	// the pages it touches is not needed.
+	// the pages it touches is not needed. A chunk row names its log as
+	// logOf does, with a parameter of its own rather than ?1.
 	for i, n := range journalPutRows {
 		s.st.journalPuts[i] = w(`INSERT OR FAIL INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES ` +
 			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?), `, n), ", "))

@@ -25,7 +25,7 @@ type writeTx struct {
 	ended func() // called once the transaction has ended, committed or not
 
 	// journal holds the rows of the journal queued by appends
-	// (queueJournal), four arguments a row, until flushJournal inserts
+	// (queueJournal), four arguments a row, until flushQueued inserts
 	// them. No other statement runs in the transaction while any is
 	// queued (Stmt, Exec, Query and QueryRow refuse to), so every
 	// statement sees the journal as if each row had been inserted when it
@@ -71,10 +71,10 @@ func (tx *writeTx) queueChunk(runID string, first, last int64, batch [][]byte) {
 	tx.chunks = append(tx.chunks, runID, first, last, data)
 }
 
-// flushJournal inserts the queued rows, journal and chunks, each table's
+// flushQueued inserts the queued rows, journal and chunks, each table's
 // in the order they were queued, in as few statements as journalPutRows
 // allow.
-func (tx *writeTx) flushJournal() error {
+func (tx *writeTx) flushQueued() error {
 	if err := insertRows(tx.journal, &tx.st.journalPuts); err != nil {
 		return fmt.Errorf("durable/sqlite: journal insert: %w", err)
 	}
@@ -117,7 +117,7 @@ func insertRows(rows []any, puts *[len(journalPutRows)]*sql.Stmt) error {
 // see them.
 func (tx *writeTx) unflushed() {
 	if !tx.logFree && (len(tx.journal) > 0 || len(tx.chunks) > 0) {
-		panic("durable/sqlite: a statement run in the writer's transaction with rows queued (flushJournal first)")
+		panic("durable/sqlite: a statement run in the writer's transaction with rows queued (flushQueued first)")
 	}
 }
 

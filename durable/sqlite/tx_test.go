@@ -110,7 +110,7 @@ func TestJournalRowsQueuedThenInserted(t *testing.T) {
 			for i := range n {
 				tx.queueJournal(fmt.Sprint("run-", i%7), int64(i+1), int64(i+1), []byte{byte(i)})
 			}
-			if err := tx.flushJournal(); err != nil {
+			if err := tx.flushQueued(); err != nil {
 				return err
 			}
 			if len(tx.journal) != 0 {
