@@ -15,7 +15,7 @@ import (
 // in the scaling benchmark): every append to a log the cache lost costs
 // each of its tailers a query.
 const (
-	recentEntries = 64
+	recentEntries = 128
 	recentLogs    = 16384
 )
 
@@ -37,15 +37,69 @@ type Recent struct {
 	// server's CPU). Set it before the first Add.
 	Wakes *notify.Hub
 
-	mu   sync.Mutex
-	logs map[string]*recentLog
+	mu     sync.Mutex
+	logs   map[string]*recentLog
+	minted []durable.Entry   // add's scratch: a batch's entries before they enter a ring
+	spare  [][]durable.Entry // the emptied rings of closed logs, for new logs
 }
 
+// maxSpareRings bounds the rings of closed logs kept for new logs: about
+// the runs that start while as many end, on a busy server.
+const maxSpareRings = 256
+
+// recentLog is one log's entries, in a ring: a log's array is written
+// over, oldest first, once it holds recentEntries, instead of a new array
+// every recentEntries appends, and a closed log's array goes to the next
+// log to start (the two were a quarter of an unpaced durable server's
+// allocation, and of its collection). Readers get copies of the entries
+// (the structs: the data is shared, never modified), so no reader holds a
+// slot that is written over.
 type recentLog struct {
-	first   int64 // seq of entries[0]
-	entries []durable.Entry
-	closed  bool                 // the log is closed after entries
-	mint    durable.OffsetMinter // the log's, made once: a paced run adds its tokens one by one
+	first int64 // seq of the oldest entry held
+	// ring holds the entries from first on: ring[head:] then ring[:head].
+	// Until it is full (recentEntries long), head is 0 and it grows by
+	// appending; a gap empties it, keeping its array.
+	ring   []durable.Entry
+	head   int
+	closed bool                 // the log is closed after the entries
+	mint   durable.OffsetMinter // the log's, made once: a paced run adds its tokens one by one
+}
+
+// last is the seq of the newest entry held (first-1 when none is).
+func (l *recentLog) last() int64 { return l.first + int64(len(l.ring)) - 1 }
+
+// push adds e after the newest entry, dropping the oldest once the ring is
+// full.
+func (l *recentLog) push(e durable.Entry) {
+	if len(l.ring) < recentEntries {
+		if len(l.ring) == cap(l.ring) {
+			// Grown in steps to recentEntries exactly, the size a spare
+			// must have.
+			grown := make([]durable.Entry, len(l.ring), min(max(2*len(l.ring), 4), recentEntries))
+			copy(grown, l.ring)
+			l.ring = grown
+		}
+		l.ring = append(l.ring, e)
+		return
+	}
+	l.ring[l.head] = e
+	l.head++
+	if l.head == len(l.ring) {
+		l.head = 0
+	}
+	l.first++
+}
+
+// appendAfter appends to dst the entries held after seq pos, which must be
+// between first-1 and last().
+func (l *recentLog) appendAfter(dst []durable.Entry, pos int64) []durable.Entry {
+	skip := int(pos + 1 - l.first)
+	older := len(l.ring) - l.head // ring[head:] holds the oldest
+	if skip < older {
+		dst = append(dst, l.ring[l.head+skip:]...)
+		return append(dst, l.ring[:l.head]...)
+	}
+	return append(dst, l.ring[skip-older:l.head]...)
 }
 
 // Add records that batch was stored in runID's log from seq first on, and
@@ -80,24 +134,20 @@ func (c *Recent) add(scheme, runID string, first int64, batch [][]byte, copied b
 			c.logs = map[string]*recentLog{}
 		}
 		l = &recentLog{first: first}
+		if n := len(c.spare); n > 0 {
+			l.ring, c.spare = c.spare[n-1], c.spare[:n-1]
+		}
 		c.logs[runID] = l
 	}
-	if l.first+int64(len(l.entries)) != first {
+	if l.last()+1 != first {
 		// A gap (another process appended in between): start afresh.
-		l.first, l.entries, l.closed = first, nil, false
+		clear(l.ring)
+		l.first, l.ring, l.head, l.closed = first, l.ring[:0], 0, false
 	}
-	if len(l.entries)+len(batch) > 2*recentEntries {
-		// Keep the backing array bounded; readers holding the old one keep
-		// reading it unchanged.
-		keep := l.entries[max(0, len(l.entries)-recentEntries):]
-		l.first += int64(len(l.entries) - len(keep))
-		l.entries = append(make([]durable.Entry, 0, 2*recentEntries), keep...)
-	}
-	at := len(l.entries)
 	if l.mint == (durable.OffsetMinter{}) {
 		l.mint = durable.NewOffsetMinter(scheme, runID)
 	}
-	l.entries = l.mint.AppendEntries(l.entries, first, batch)
+	c.minted = l.mint.AppendEntries(c.minted[:0], first, batch)
 	if copied {
 		// The batch's copy: one allocation, not one per entry. Each entry
 		// is capped, so that an append to one cannot write over the next.
@@ -106,13 +156,17 @@ func (c *Recent) add(scheme, runID string, first int64, batch [][]byte, copied b
 			n += len(b)
 		}
 		buf := make([]byte, 0, n)
-		for i := range l.entries[at:] {
-			e := &l.entries[at+i]
+		for i := range c.minted {
+			e := &c.minted[i]
 			from := len(buf)
 			buf = append(buf, e.Data...)
 			e.Data = buf[from:len(buf):len(buf)]
 		}
 	}
+	for _, e := range c.minted {
+		l.push(e)
+	}
+	clear(c.minted) // the scratch keeps no entry alive
 	if c.Wakes != nil {
 		c.Wakes.Wake(runID)
 	}
@@ -124,11 +178,16 @@ func (c *Recent) add(scheme, runID string, first int64, batch [][]byte, copied b
 func (c *Recent) Closed(runID string, last int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.logs[runID]; !ok && len(c.logs) >= recentLogs {
+	l, ok := c.logs[runID]
+	if !ok && len(c.logs) >= recentLogs {
 		c.evictLocked()
 	}
 	if c.logs == nil {
 		c.logs = map[string]*recentLog{}
+	}
+	if ok && cap(l.ring) == recentEntries && len(c.spare) < maxSpareRings {
+		clear(l.ring) // no entry's data stays alive in a spare
+		c.spare = append(c.spare, l.ring[:0])
 	}
 	c.logs[runID] = &recentLog{first: last + 1, closed: true}
 }
@@ -168,7 +227,7 @@ func (c *Recent) ended(runID string, pos int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l := c.logs[runID]
-	return l != nil && l.closed && pos == l.first+int64(len(l.entries))-1
+	return l != nil && l.closed && pos == l.last()
 }
 
 // holds reports that the cache knows runID's log to have an entry seq
@@ -181,7 +240,7 @@ func (c *Recent) holds(runID string, seq int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l := c.logs[runID]
-	return l != nil && seq <= l.first+int64(len(l.entries))-1
+	return l != nil && seq <= l.last()
 }
 
 // fromStart reports that the cache holds runID's log from its first entry
@@ -194,44 +253,46 @@ func (c *Recent) fromStart(runID string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l := c.logs[runID]
-	return l != nil && l.first == 1 && (len(l.entries) > 0 || l.closed)
+	return l != nil && l.first == 1 && (len(l.ring) > 0 || l.closed)
 }
 
-// waitAfter takes a wait of sub, runID's subscription, and returns the cached
-// entries after seq pos (see after), in one step with the cache's
-// wake-ups (Wakes).
+// waitAfter takes a wait of sub, runID's subscription, and appends to dst
+// the cached entries after seq pos (see after), in one step with the
+// cache's wake-ups (Wakes).
 //
 // atTail reports that pos is the last entry of the log as the cache knows
 // it, open: with nothing cached after pos, nothing is there to read until
 // a wake-up. The cache is the log's tail because every append of this
 // process passes through it and a store forgets a log another process
 // appended to (Forget, Clear) before it wakes its tailers.
-func (c *Recent) waitAfter(sub *notify.Sub, runID string, pos int64) (w notify.Waiter, after []durable.Entry, atTail bool) {
+func (c *Recent) waitAfter(sub *notify.Sub, runID string, pos int64, dst []durable.Entry) (w notify.Waiter, after []durable.Entry, atTail bool) {
 	if c == nil {
-		return sub.Wait(), nil, false
+		return sub.Wait(), dst, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l := c.logs[runID]
-	atTail = l != nil && !l.closed && pos == l.first+int64(len(l.entries))-1
-	return sub.Wait(), c.afterLocked(runID, pos), atTail
+	atTail = l != nil && !l.closed && pos == l.last()
+	return sub.Wait(), c.appendAfterLocked(dst, runID, pos), atTail
 }
 
-// after returns the cached entries of runID after seq pos, nil unless the
-// cache holds the entry right after pos. The result is read-only.
+// after returns a copy of the cached entries of runID after seq pos, nil
+// unless the cache holds the entry right after pos.
 func (c *Recent) after(runID string, pos int64) []durable.Entry {
 	if c == nil {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.afterLocked(runID, pos)
+	return c.appendAfterLocked(nil, runID, pos)
 }
 
-func (c *Recent) afterLocked(runID string, pos int64) []durable.Entry {
+// appendAfterLocked appends to dst the cached entries of runID after seq
+// pos, none unless the cache holds the entry right after pos.
+func (c *Recent) appendAfterLocked(dst []durable.Entry, runID string, pos int64) []durable.Entry {
 	l := c.logs[runID]
-	if l == nil || pos < l.first-1 || pos >= l.first+int64(len(l.entries))-1 {
-		return nil
+	if l == nil || pos < l.first-1 || pos >= l.last() {
+		return dst
 	}
-	return l.entries[pos+1-l.first:]
+	return l.appendAfter(dst, pos)
 }

@@ -63,24 +63,29 @@ func TestRecent(t *testing.T) {
 	if got := fmt.Sprint(seqs(t, c.after("r", 5))); got != "[e6]" {
 		t.Fatalf("after 5: %s", got)
 	}
-	// Bounded: a long run keeps its last entries only, in order.
+	// Bounded: a long run keeps its last entries only, in order, whichever
+	// slot of the ring the oldest is in.
 	next := 7
-	for range 10 {
-		c.Add("t", "r", int64(next), batch(next, 50))
-		next += 50
+	for _, n := range []int{50, 50, 50, 1, 7, 127, 128, 300, 3, 64} {
+		c.Add("t", "r", int64(next), batch(next, n))
+		next += n
+		last := next - 1
+		if n := len(c.logs["r"].ring); n > recentEntries {
+			t.Fatalf("%d entries kept", n)
+		}
+		oldest := max(6, last-recentEntries+1) // the gap above restarted the log at 6
+		if es := c.after("r", int64(oldest-2)); es != nil {
+			t.Fatal("an entry older than the window was served")
+		}
+		for _, pos := range []int{oldest - 1, oldest, max(oldest, last-60), last - 2, last - 1} {
+			es := c.after("r", int64(pos))
+			if len(es) != last-pos || string(es[0].Data) != fmt.Sprintf("e%d", pos+1) {
+				t.Fatalf("after %d of %d: %d entries (%v)", pos, last, len(es), es)
+			}
+			seqs(t, es)
+		}
 	}
 	held := c.after("r", int64(next-2))
-	if n := len(c.logs["r"].entries); n > 2*recentEntries {
-		t.Fatalf("%d entries kept", n)
-	}
-	if es := c.after("r", int64(next-2*recentEntries-2)); es != nil {
-		t.Fatal("an entry older than the window was served")
-	}
-	es := c.after("r", int64(next-recentEntries-1))
-	if len(es) != recentEntries || string(es[0].Data) != fmt.Sprintf("e%d", next-recentEntries) { // at least the window
-		t.Fatalf("window: %d entries from %q", len(es), es[0].Data)
-	}
-	seqs(t, es)
 	c.Add("t", "r", int64(next), batch(next, recentEntries))
 	if got := fmt.Sprint(seqs(t, held)); got != fmt.Sprintf("[e%d]", next-1) {
 		t.Fatalf("a slice handed out changed: %s", got)
@@ -146,6 +151,41 @@ func TestRecentClosed(t *testing.T) {
 	c.Add("t", "r", 9, batch(9, 1))
 	if c.ended("r", 9) {
 		t.Fatal("a log started afresh is still closed")
+	}
+}
+
+// A closed log's ring is the next log's: a busy server's runs start and
+// end all the time, and each would grow a ring of its own.
+func TestRecentReusesClosedRings(t *testing.T) {
+	var c Recent
+	c.Add("t", "a", 1, batch(1, recentEntries+5))
+	ring := c.logs["a"].ring
+	if len(ring) != recentEntries || cap(ring) != recentEntries {
+		t.Fatalf("a full ring is %d long, %d capacity", len(ring), cap(ring))
+	}
+	c.Closed("a", recentEntries+5)
+	if !c.ended("a", recentEntries+5) {
+		t.Fatal("the closed log is not known closed")
+	}
+	if len(c.spare) != 1 || c.spare[0][:recentEntries][0].Data != nil {
+		t.Fatalf("the closed log's ring was not kept emptied: %d spares", len(c.spare))
+	}
+	c.Add("t", "b", 1, batch(1, 3))
+	if got := c.logs["b"].ring; &got[0] != &ring[0] {
+		t.Fatal("a new log grew a ring of its own with a spare at hand")
+	}
+	var got []string
+	for _, e := range c.after("b", 0) {
+		got = append(got, string(e.Data))
+	}
+	if fmt.Sprint(got) != "[e1 e2 e3]" {
+		t.Fatalf("the new log in the reused ring: %s", got)
+	}
+	// A small ring is not kept: it would not hold a new log's window.
+	c.Add("t", "small", 1, batch(1, 2))
+	c.Closed("small", 2)
+	if len(c.spare) != 0 {
+		t.Fatalf("%d spares after a small ring's log closed", len(c.spare))
 	}
 }
 

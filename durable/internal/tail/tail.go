@@ -100,8 +100,12 @@ func (t *Reader) ReadBatches(ctx context.Context, runID, after string) iter.Seq2
 		// new cached it parks without a query.
 		var heldGen uint64
 		holding := false
+		// The cache's entries are copied into the read's own batch (the
+		// cache writes over its slots), valid until the loop body returns.
+		var batch []durable.Entry
 		for first := true; ; first = false {
-			w, cached, atTail := t.Recent.waitAfter(sub, runID, pos)
+			w, cached, atTail := t.Recent.waitAfter(sub, runID, pos, batch[:0])
+			batch = cached
 			// A read that starts at the cached tail of a log appended
 			// here (a reconnect, a stream taken over from net/http) parks
 			// without a query too, if nothing appends unseen

@@ -92,7 +92,7 @@ func TestWaitTakenWithEntriesIsNotWokenForThem(t *testing.T) {
 	c := &Recent{Wakes: &hub}
 	sub := hub.Subscribe("r")
 	defer sub.Close()
-	w1, es, _ := c.waitAfter(sub, "r", 0)
+	w1, es, _ := c.waitAfter(sub, "r", 0, nil)
 	if es != nil {
 		t.Fatalf("entries of an empty cache: %v", es)
 	}
@@ -102,7 +102,7 @@ func TestWaitTakenWithEntriesIsNotWokenForThem(t *testing.T) {
 	default:
 		t.Fatal("Add did not wake the waiting tailer")
 	}
-	w2, es, _ := c.waitAfter(sub, "r", 0)
+	w2, es, _ := c.waitAfter(sub, "r", 0, nil)
 	if got := seqs(t, es); len(got) != 1 || got[0] != "e1" {
 		t.Fatalf("cached entries %v, want e1", got)
 	}
@@ -114,7 +114,7 @@ func TestWaitTakenWithEntriesIsNotWokenForThem(t *testing.T) {
 	c.Add("t", "r", 2, batch(2, 1))
 	// The wake-up is left unread: the next wait, taken with e2, takes it
 	// out, and its generation tells that a wake-up came in between.
-	w3, es, _ := c.waitAfter(sub, "r", 1)
+	w3, es, _ := c.waitAfter(sub, "r", 1, nil)
 	if got := seqs(t, es); len(got) != 1 || got[0] != "e2" || w3.Gen == w2.Gen {
 		t.Fatalf("cached entries %v, generations %d then %d", got, w2.Gen, w3.Gen)
 	}
@@ -123,7 +123,7 @@ func TestWaitTakenWithEntriesIsNotWokenForThem(t *testing.T) {
 		t.Fatal("a wait taken with e2 is woken for it")
 	default:
 	}
-	if w4, _, _ := c.waitAfter(sub, "r", 2); w4.Gen != w3.Gen {
+	if w4, _, _ := c.waitAfter(sub, "r", 2, nil); w4.Gen != w3.Gen {
 		t.Fatalf("generation %d then %d with no wake-up between", w3.Gen, w4.Gen)
 	}
 	c.Add("t", "r", 3, batch(3, 1))
