@@ -49,6 +49,7 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	cat := newCatalogue()
+	cat.Record = hasName(sc.Middleware, "log_hooks") // printed below
 	opts, err := cat.Options(sc, scripted.New(sc))
 	if err != nil {
 		fmt.Fprintln(stderr, "goai run:", err)

@@ -21,6 +21,11 @@ type Catalogue struct {
 	// Cache, when set, builds the "cache" middleware (the tool cache lives
 	// in its own package so the engine does not depend on it).
 	Cache func() *chat.Middleware
+	// Record makes the catalogue keep the hook calls and tool executions
+	// that Hooks returns. Off, it keeps none: a server shares one
+	// catalogue between all its runs and never reads them, and they grew
+	// with every tool call for as long as it ran.
+	Record bool
 }
 
 // HookRecord is one recorded hook call.
@@ -39,6 +44,9 @@ func (c *Catalogue) Hooks() []HookRecord {
 }
 
 func (c *Catalogue) record(ctx *chat.Context, hook string, detail any) {
+	if !c.Record {
+		return
+	}
 	c.mu.Lock()
 	c.hooks = append(c.hooks, HookRecord{Hook: hook, Phase: string(ctx.Phase), Iteration: ctx.Iteration, Detail: detail})
 	c.mu.Unlock()
@@ -84,6 +92,9 @@ type pickIn struct {
 }
 
 func (c *Catalogue) execRecord(ctx context.Context, name string, args any) {
+	if !c.Record {
+		return
+	}
 	tc, ok := chat.ToolCallFrom(ctx)
 	if !ok || tc.Run == nil {
 		return
