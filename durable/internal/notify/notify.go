@@ -87,6 +87,17 @@ func (s *Sub) Wait() Waiter {
 	return Waiter{C: s.c, Gen: s.l.gen}
 }
 
+// Interrupt leaves a token in the subscription's channel, as a wake-up of
+// its key would, without moving the key's generation on: it wakes the
+// subscriber alone, to look at something other than the key (its context
+// ended). It is safe at any time, after Close included.
+func (s *Sub) Interrupt() {
+	select {
+	case s.c <- struct{}{}:
+	default: // a token is there already
+	}
+}
+
 // Close ends the subscription; the key is forgotten with its last one.
 // Closing twice is harmless.
 func (s *Sub) Close() {

@@ -87,6 +87,10 @@ func (t *Reader) ReadBatches(ctx context.Context, runID, after string) iter.Seq2
 		// and a wait on it allocates nothing.
 		sub := t.Hub.Subscribe(runID)
 		defer sub.Close()
+		// The read's end interrupts its waits, so that a wait is a receive
+		// from the subscription alone rather than a select of it and
+		// ctx.Done(), once per token when paced (park).
+		defer context.AfterFunc(ctx, sub.Interrupt)()
 		pos, err := t.start(ctx, runID, after, sub)
 		if err != nil {
 			if err != errQuiet && ctx.Err() == nil {
@@ -175,18 +179,21 @@ func genToken(w notify.Waiter) any {
 // or deadline passed.
 //
 // A tailer of a live log spends its time here: without a poll interval or
-// a deadline it waits in a frame of two cases, which keeps the stacks of
+// a deadline it waits on its subscription's channel alone, which its
+// read's end interrupts (ReadBatches), and which keeps the stacks of
 // waiting readers small.
 func (t *Reader) park(ctx context.Context, wake <-chan struct{}, deadline <-chan time.Time) bool {
 	if t.Poll > 0 || deadline != nil {
 		return t.parkTimed(ctx, wake, deadline)
 	}
-	select {
-	case <-wake:
-		return true
-	case <-ctx.Done():
+	// A wait takes out any token left before it (Sub.Wait), an interrupt's
+	// too: ctx is looked at after the wait began, and an interrupt after
+	// this look leaves a token the receive gets.
+	if ctx.Err() != nil {
 		return false
 	}
+	<-wake
+	return ctx.Err() == nil
 }
 
 // parkTimed is park with a poll interval or a deadline.

@@ -209,3 +209,115 @@ func TestResumeAtTheCachedTailWaitsWithoutQuery(t *testing.T) {
 		t.Fatalf("the woken read queried the store %d times for a cached entry", q)
 	}
 }
+
+// A read parked on a live log ends when its context does: the wait is on
+// the subscription alone, and the read's end interrupts it. Reads
+// cancelled at every point of their loop, while appends wake them, all
+// end (one cancelled between taking its wait and parking would park for
+// good if the interrupt were lost).
+func TestReadEndsWithItsContext(t *testing.T) {
+	var hub notify.Hub
+	f := &fakeLog{entries: batch(1, 1)}
+	r := &Reader{CachedTails: true, Scheme: "t", Page: 64, Hub: &hub, Closed: func() bool { return false }, Query: f.query,
+		Recent: &Recent{Wakes: &hub}}
+	r.Recent.Add("t", "r", 1, batch(1, 1))
+
+	ctx, cancel := context.WithCancel(t.Context())
+	ended := make(chan int, 1)
+	go func() {
+		n := 0
+		for es, err := range r.ReadBatches(ctx, "r", durable.FromStart) {
+			if err != nil {
+				t.Error(err)
+			}
+			n += len(es)
+		}
+		ended <- n
+	}()
+	for hub.Waiters() == 0 { // the read parked at the tail
+		runtime.Gosched()
+	}
+	cancel()
+	if n := <-ended; n != 1 {
+		t.Fatalf("the cancelled read yielded %d entries, want 1", n)
+	}
+
+	// Many reads of one busy log, each cancelled by another goroutine
+	// after a number of batches, while the log keeps growing.
+	const reads = 200
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var appender sync.WaitGroup
+	appender.Add(1)
+	go func() {
+		defer appender.Done()
+		for seq := 2; ; seq++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			f.mu.Lock()
+			f.entries = append(f.entries, batch(seq, 1)...)
+			f.mu.Unlock()
+			r.Recent.Add("t", "r", int64(seq), batch(seq, 1))
+			runtime.Gosched()
+		}
+	}()
+	for i := range reads {
+		ctx, cancel := context.WithCancel(t.Context())
+		batches := make(chan struct{}, 64)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for range r.ReadBatches(ctx, "r", durable.Now) {
+				select {
+				case batches <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for range i % 5 {
+				<-batches
+			}
+			cancel()
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	appender.Wait()
+
+	// Reads of a quiet log cancelled as they start: an interrupt that came
+	// before a wait began is taken out by the wait, and nothing appended
+	// wakes the read after it.
+	for range 500 {
+		ctx, cancel := context.WithCancel(t.Context())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range r.ReadBatches(ctx, "r", durable.Now) {
+			}
+		}()
+		cancel()
+	}
+	wg.Wait()
+}
+
+// The interrupt of a read whose context ended before its wait began is
+// taken out by the wait (as any earlier wake-up is): the park that follows
+// must look at the context rather than block.
+func TestParkAfterAnInterruptTakenOut(t *testing.T) {
+	var hub notify.Hub
+	r := &Reader{Hub: &hub, Closed: func() bool { return false }}
+	sub := hub.Subscribe("r")
+	defer sub.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	sub.Interrupt() // what the read's context.AfterFunc does
+	w := sub.Wait()
+	if r.park(ctx, w.C, nil) {
+		t.Fatal("a park after the read's end reported a wake-up")
+	}
+}
