@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 )
 
 // Fence is the writer side of one claimed run: it fences appends and
@@ -21,8 +21,9 @@ type Fence struct {
 	claim  Claim
 	logger *slog.Logger
 
-	mu   sync.Mutex
-	lost *ClaimLostError
+	// lost is the latched refusal: an atomic, since every queued append
+	// (each paced token) asks for it.
+	lost atomic.Pointer[ClaimLostError]
 }
 
 // NewFence returns the fenced writer for claim. A nil logger means
@@ -40,12 +41,10 @@ func (f *Fence) Claim() Claim { return f.claim }
 // Lost returns the *ClaimLostError once the claim is known to be lost, else
 // nil.
 func (f *Fence) Lost() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.lost == nil {
-		return nil
+	if lost := f.lost.Load(); lost != nil {
+		return lost
 	}
-	return f.lost
+	return nil
 }
 
 func (f *Fence) latch(err error) error {
@@ -53,13 +52,10 @@ func (f *Fence) latch(err error) error {
 	if !errors.As(err, &lost) {
 		return err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.lost == nil {
-		f.lost = lost
+	if f.lost.CompareAndSwap(nil, lost) {
 		f.logger.Warn("durable: run claim lost", "run_id", f.claim.RunID, "held_epoch", lost.Held, "observed_epoch", lost.Observed)
 	}
-	return f.lost
+	return f.lost.Load()
 }
 
 // Append appends batch to the run's log if the claim still holds.
