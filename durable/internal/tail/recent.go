@@ -257,8 +257,8 @@ func (c *Recent) fromStart(runID string) bool {
 }
 
 // waitAfter takes a wait of sub, runID's subscription, and appends to dst
-// the cached entries after seq pos (see after), in one step with the
-// cache's wake-ups (Wakes).
+// the cached entries after seq pos (see appendAfterLocked), in one step
+// with the cache's wake-ups (Wakes).
 //
 // atTail reports that pos is the last entry of the log as the cache knows
 // it, open: with nothing cached after pos, nothing is there to read until
@@ -274,17 +274,6 @@ func (c *Recent) waitAfter(sub *notify.Sub, runID string, pos int64, dst []durab
 	l := c.logs[runID]
 	atTail = l != nil && !l.closed && pos == l.last()
 	return sub.Wait(), c.appendAfterLocked(dst, runID, pos), atTail
-}
-
-// after returns a copy of the cached entries of runID after seq pos, nil
-// unless the cache holds the entry right after pos.
-func (c *Recent) after(runID string, pos int64) []durable.Entry {
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.appendAfterLocked(nil, runID, pos)
 }
 
 // appendAfterLocked appends to dst the cached entries of runID after seq

@@ -31,6 +31,14 @@ func seqs(t *testing.T, es []durable.Entry) []string {
 	return out
 }
 
+// after returns a copy of the cached entries of runID after seq pos, nil
+// unless the cache holds the entry right after pos.
+func (c *Recent) after(runID string, pos int64) []durable.Entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.appendAfterLocked(nil, runID, pos)
+}
+
 func TestRecent(t *testing.T) {
 	var c Recent
 	if es := c.after("r", 0); es != nil {

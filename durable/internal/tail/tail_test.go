@@ -37,6 +37,13 @@ func (f *fakeLog) query(ctx context.Context, runID string, after int64, limit in
 	return st, nil
 }
 
+// cachedReader reads f's log through a cache of recent entries that wakes
+// hub, as the SQL stores do.
+func cachedReader(hub *notify.Hub, f *fakeLog, cachedTails bool) *Reader {
+	return &Reader{CachedTails: cachedTails, Scheme: "t", Page: 64, Hub: hub, Closed: func() bool { return false },
+		Query: f.query, Recent: &Recent{Wakes: hub}}
+}
+
 // A tailer kept in step with the appends reads every entry from the
 // cache: the wake-up of an append it has read never reaches it, so it
 // never queries the store to find nothing new.
@@ -44,8 +51,7 @@ func TestTailerInStepNeverQueries(t *testing.T) {
 	const n = 5000
 	var hub notify.Hub
 	f := &fakeLog{}
-	r := &Reader{Scheme: "t", Page: 64, Hub: &hub, Closed: func() bool { return false }, Query: f.query,
-		Recent: &Recent{Wakes: &hub}}
+	r := cachedReader(&hub, f, false)
 	read := make(chan int, 1)
 	done := make(chan error, 1)
 	f.entries = append(f.entries, []byte("e1"))
@@ -140,8 +146,7 @@ func TestWaitTakenWithEntriesIsNotWokenForThem(t *testing.T) {
 func TestResumeFromTheCacheNeverQueries(t *testing.T) {
 	var hub notify.Hub
 	f := &fakeLog{entries: batch(1, 3)}
-	r := &Reader{Scheme: "t", Page: 64, Hub: &hub, Closed: func() bool { return false }, Query: f.query,
-		Recent: &Recent{Wakes: &hub}}
+	r := cachedReader(&hub, f, false)
 	r.Recent.Add("t", "r", 1, batch(1, 3))
 	var got []string
 	for es, err := range r.ReadBatches(t.Context(), "r", durable.FormatOffset("t", "r", 2)) {
@@ -178,8 +183,7 @@ func TestResumeFromTheCacheNeverQueries(t *testing.T) {
 func TestResumeAtTheCachedTailWaitsWithoutQuery(t *testing.T) {
 	var hub notify.Hub
 	f := &fakeLog{entries: batch(1, 3)}
-	r := &Reader{CachedTails: true, Scheme: "t", Page: 64, Hub: &hub, Closed: func() bool { return false }, Query: f.query,
-		Recent: &Recent{Wakes: &hub}}
+	r := cachedReader(&hub, f, true)
 	r.Recent.Add("t", "r", 1, batch(1, 3))
 	got := make(chan string, 1)
 	go func() {
@@ -218,8 +222,7 @@ func TestResumeAtTheCachedTailWaitsWithoutQuery(t *testing.T) {
 func TestReadEndsWithItsContext(t *testing.T) {
 	var hub notify.Hub
 	f := &fakeLog{entries: batch(1, 1)}
-	r := &Reader{CachedTails: true, Scheme: "t", Page: 64, Hub: &hub, Closed: func() bool { return false }, Query: f.query,
-		Recent: &Recent{Wakes: &hub}}
+	r := cachedReader(&hub, f, true)
 	r.Recent.Add("t", "r", 1, batch(1, 1))
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -267,10 +270,15 @@ func TestReadEndsWithItsContext(t *testing.T) {
 	for i := range reads {
 		ctx, cancel := context.WithCancel(t.Context())
 		batches := make(chan struct{}, 64)
+		readEnded := make(chan struct{})
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			for range r.ReadBatches(ctx, "r", durable.Now) {
+			defer close(readEnded)
+			for _, err := range r.ReadBatches(ctx, "r", durable.Now) {
+				if err != nil {
+					t.Error(err)
+				}
 				select {
 				case batches <- struct{}{}:
 				default:
@@ -279,10 +287,14 @@ func TestReadEndsWithItsContext(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
+			defer cancel()
 			for range i % 5 {
-				<-batches
+				select {
+				case <-batches:
+				case <-readEnded: // ended by itself (an error, reported): nothing to cancel
+					return
+				}
 			}
-			cancel()
 		}()
 	}
 	wg.Wait()
