@@ -269,8 +269,6 @@ func (e *ClaimLostError) Error() string {
 
 func (e *ClaimLostError) Unwrap() error { return ErrClaimLost }
 
-// RunStore stores run records (RunStore upstream, docs/durable.md §4) and hands out
-// fencing claims (§5.1). Implementations are safe for concurrent use.
 // CancelLister is implemented by run stores that tell, in one query,
 // which of several runs have a cancel recorded: a server producing many
 // runs then polls for cancels recorded elsewhere (another replica, the
@@ -282,6 +280,8 @@ type CancelLister interface {
 	CancelRequested(ctx context.Context, runIDs []string) ([]string, error)
 }
 
+// RunStore stores run records (RunStore upstream, docs/durable.md §4) and hands out
+// fencing claims (§5.1). Implementations are safe for concurrent use.
 type RunStore interface {
 	// CreateOrResume stores rec if no record of rec.RunID exists (Status
 	// defaults to running) and returns the stored record. An existing

@@ -178,25 +178,44 @@ func RunStore(t *testing.T, newStore func(t *testing.T) durable.Store, opts *Opt
 		if !ok {
 			t.Skip("store does not implement durable.CancelLister")
 		}
+		// A poll between every write, as a server's producers poll while
+		// cancels are recorded: no write may go unseen by the next poll.
+		all := []string{"c1", "c2", "c3", "c4", "unknown"}
+		poll := func(want string) {
+			t.Helper()
+			for range 2 { // the same answer twice: nothing changed in between
+				got, err := cl.CancelRequested(ctxT(t), all)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if slices.Sort(got); fmt.Sprint(got) != want {
+					t.Fatalf("CancelRequested = %v, want %s", got, want)
+				}
+			}
+		}
 		for _, id := range []string{"c1", "c2", "c3"} {
 			mustCreate(t, s, durable.RunRecord{RunID: id, ThreadID: "t", StartedAt: ms(0)})
 		}
+		poll("[]")
 		for _, id := range []string{"c1", "c3"} {
 			if err := s.Update(ctxT(t), id, durable.RunPatch{CancelRequested: durable.Set(true)}); err != nil {
 				t.Fatal(err)
 			}
 		}
+		poll("[c1 c3]")
 		if err := s.Update(ctxT(t), "c3", durable.RunPatch{CancelRequested: durable.Clear[bool]()}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := cl.CancelRequested(ctxT(t), []string{"c1", "c2", "c3", "unknown"})
-		if err != nil {
+		poll("[c1]")
+		// A run created with a cancel, after polls that found it unknown.
+		mustCreate(t, s, durable.RunRecord{RunID: "c4", ThreadID: "t", StartedAt: ms(0), CancelRequested: durable.Ptr(true)})
+		poll("[c1 c4]")
+		// A patch of several columns, one of them the cancel.
+		if err := s.Update(ctxT(t), "c2", durable.RunPatch{Status: durable.Set(durable.StatusRunning), CancelRequested: durable.Set(true)}); err != nil {
 			t.Fatal(err)
 		}
-		if slices.Sort(got); fmt.Sprint(got) != "[c1]" {
-			t.Fatalf("CancelRequested = %v, want [c1]", got)
-		}
-		if got, err := cl.CancelRequested(ctxT(t), []string{"c2"}); err != nil || len(got) != 0 {
+		poll("[c1 c2 c4]")
+		if got, err := cl.CancelRequested(ctxT(t), []string{"c3"}); err != nil || len(got) != 0 {
 			t.Fatalf("CancelRequested of a run with none = %v, %v", got, err)
 		}
 	})

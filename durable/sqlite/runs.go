@@ -113,6 +113,7 @@ func (s *Store) getTx(tx *writeTx, runID string) (durable.RunRecord, bool, error
 
 func (s *Store) putTx(tx *writeTx, r durable.RunRecord) error {
 	m := mutableArgs(r)
+	tx.cancels = true // every mutable column, cancel_requested too
 	_, err := tx.Stmt(s.st.runUpdate).Exec(append(m[:], r.RunID)...)
 	if err != nil {
 		return fmt.Errorf("durable/sqlite: update run: %w", err)
@@ -138,6 +139,7 @@ func (s *Store) CreateOrResume(ctx context.Context, rec durable.RunRecord) (dura
 // insertTx records rec unless its run exists, and reports whether it did.
 func (s *Store) insertTx(tx *writeTx, rec durable.RunRecord) (bool, error) {
 	s.addingThread(rec.ThreadID)
+	tx.cancels = tx.cancels || rec.CancelRequested != nil
 	res, err := tx.Stmt(s.st.runInsert).Exec(runArgs(rec)...)
 	if err != nil {
 		return false, fmt.Errorf("durable/sqlite: create run: %w", err)
@@ -275,11 +277,32 @@ func (s *Store) Get(ctx context.Context, runID string) (durable.RunRecord, error
 }
 
 // CancelRequested implements durable.CancelLister, in one query (the ids
-// go in as one JSON array).
+// go in as one JSON array). With Options.OneProcess it asks only about
+// the runs it has not found without a cancel since the last write of one
+// (cancelMemo).
 func (s *Store) CancelRequested(ctx context.Context, runIDs []string) ([]string, error) {
 	if s.isClosed() {
 		return nil, durable.ErrStoreClosed
 	}
+	if s.lock == nil {
+		return s.queryCancels(ctx, runIDs)
+	}
+	gen := s.cancels.writes.Load()
+	ask := s.cancels.unknown(gen, runIDs)
+	if len(ask) == 0 {
+		return []string{}, nil
+	}
+	out, err := s.queryCancels(ctx, ask)
+	if err != nil {
+		return nil, err
+	}
+	s.cancels.found(gen, ask, out)
+	return out, nil
+}
+
+// queryCancels is CancelRequested's query.
+func (s *Store) queryCancels(ctx context.Context, runIDs []string) ([]string, error) {
+	s.cancelQueries.Add(1)
 	ids, err := json.Marshal(runIDs)
 	if err != nil {
 		return nil, err
@@ -314,6 +337,7 @@ func (s *Store) Update(ctx context.Context, runID string, patch durable.RunPatch
 		args = append(args, patch.IfEpoch)
 	}
 	return s.execLogFree(ctx, oneRun(runID), func(tx *writeTx) error {
+		tx.cancels = tx.cancels || !patch.CancelRequested.Untouched()
 		if shape.columns != 0 {
 			st, err := s.patchStmt(shape, cols)
 			if err != nil {

@@ -115,8 +115,11 @@ type Store struct {
 	lock         *os.File      // Options.OneProcess: the file's lock, held until Shutdown
 	owners       *ownerCache   // Options.OneProcess: thread owners from memory (owners.go)
 	ownersLoaded chan struct{} // closed when owners' load has ended
+	cancels      cancelMemo    // Options.OneProcess: cancel polls without most of their query
 	// ownerQueries counts ThreadOwner's queries (for the owners' cache's tests).
 	ownerQueries atomic.Int64
+	// cancelQueries counts CancelRequested's queries (for tests).
+	cancelQueries atomic.Int64
 	// stateQueries counts the appends' queries of a log's state (for tests).
 	stateQueries atomic.Int64
 	ckDone       chan struct{}
@@ -1050,6 +1053,9 @@ func (s *Store) finish(tx *writeTx, group []*op) {
 	// Flushed: their arrays serve the next transaction.
 	s.journalArgs, s.chunkArgs, s.chunkBuf = tx.journal[:0], tx.chunks[:0], tx.chunkData[:0]
 	s.jt.committed()
+	if tx.cancels {
+		s.cancels.writes.Add(1)
+	}
 	s.commits.Add(1)
 	s.writes.Add(int64(len(group)))
 	for _, o := range group {

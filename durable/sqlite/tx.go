@@ -39,6 +39,9 @@ type writeTx struct {
 	// logFree: the op running promised to read and write no log's rows
 	// (op.logFree): its statements may run with rows queued.
 	logFree bool
+	// cancels: a statement of the transaction wrote a run's
+	// cancel_requested (cancelMemo counts the commit).
+	cancels bool
 }
 
 // journalPutRows are the row counts of stmts.journalPuts.
