@@ -41,7 +41,15 @@ func (s *Store) AppendWith(ctx context.Context, runID string, batch [][]byte, op
 func (s *Store) AppendQueued(runID string, opts durable.AppendOptions, take func() [][]byte, done func(error) bool) {
 	err := durable.CheckRunID(runID)
 	if err == nil {
-		err = s.enqueue(&op{wake: runID, app: appendJob{runID: runID, opts: opts, take: take, then: done}})
+		o, _ := s.appendOps.Get().(*op)
+		if o == nil {
+			o = new(op)
+		}
+		*o = op{wake: runID, app: appendJob{runID: runID, opts: opts, take: take, then: done}}
+		if err = s.enqueue(o); err != nil {
+			*o = op{}
+			s.appendOps.Put(o)
+		}
 	}
 	if err != nil {
 		done(err)

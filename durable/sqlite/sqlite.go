@@ -150,6 +150,9 @@ type Store struct {
 	// again (AppendQueued), behind the writes drained from ops before them.
 	backlog     []*op
 	backlogHead int
+	// appendOps are the ops of queued appends that ended, for the next
+	// AppendQueued: a paced producer queues one per token.
+	appendOps sync.Pool
 
 	commits, writes atomic.Int64 // CommitStats
 
@@ -690,6 +693,10 @@ func (s *Store) complete(o *op, err error) {
 		return
 	}
 	if !o.app.then(err) || err != nil {
+		// Nothing refers to o any more: the writer is done with the ops
+		// it completed.
+		*o = op{}
+		s.appendOps.Put(o)
 		return
 	}
 	o.app = appendJob{runID: o.app.runID, opts: o.app.opts, take: o.app.take, then: o.app.then}
