@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // putMany is the smallest batch stored in goai_chunks directly rather
@@ -32,11 +31,9 @@ type stmts struct {
 	readRequest, readThread, readOwner, readCancels      *sql.Stmt
 	listByThread, listActive, listReclaimable, listStale *sql.Stmt
 
-	// journalPuts insert 1, 2, 4, ... 64 journal rows (journalPutRows):
-	// a transaction's queued rows go in a few statements (writeTx.flushQueued).
-	journalPuts [len(journalPutRows)]*sql.Stmt
-	// chunkPuts are the same for goai_chunks (writeTx.queueChunk).
-	chunkPuts [len(journalPutRows)]*sql.Stmt
+	// puts insert a transaction's queued rows of the journal and of
+	// goai_chunks, in a few statements (writeTx.flushQueued).
+	puts *rowPuts
 
 	writer map[*sql.Stmt]bool // the statements prepared on the writer's connection
 
@@ -182,16 +179,10 @@ func (s *Store) prepare() error {
 		listReclaimable: prep(r, listSQL+`status = 'running' AND detached_since IS NOT NULL AND detached_since <= ? ORDER BY detached_since, id`),
 		listStale:       prep(r, listSQL+`status = 'running' AND `+leaseSeen+` <= ? ORDER BY `+leaseSeen+`, id`),
 	}
-	// OR FAIL: a multi-row insert that could abort midway makes SQLite
-	// keep a statement journal, to undo the statement's earlier rows; a
-	// failed insert fails its whole transaction here, so that copy of
-	// the pages it touches is not needed. A chunk row names its log as
-	// logOf does, with a parameter of its own rather than ?1.
-	for i, n := range journalPutRows {
-		s.st.journalPuts[i] = w(`INSERT OR FAIL INTO goai_chunk_journal (run_id, first_seq, last_seq, data) VALUES ` +
-			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?), `, n), ", "))
-		s.st.chunkPuts[i] = w(`INSERT OR FAIL INTO goai_chunks (log, first_seq, last_seq, data) VALUES ` +
-			strings.TrimSuffix(strings.Repeat(`((SELECT id FROM goai_logs WHERE run_id = ?), ?, ?, ?), `, n), ", "))
+	if puts, err := prepareRowPuts(s.wc); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.st.puts = puts
 	}
 	if len(errs) > 0 {
 		s.st.close()
@@ -219,10 +210,8 @@ func (st *stmts) close() {
 			s.Close()
 		}
 	}
-	for _, s := range append(st.journalPuts[:], st.chunkPuts[:]...) {
-		if s != nil {
-			s.Close()
-		}
+	if st.puts != nil {
+		st.puts.close()
 	}
 	for _, s := range st.patches {
 		s.Close()

@@ -44,9 +44,6 @@ type writeTx struct {
 	cancels bool
 }
 
-// journalPutRows are the row counts of stmts.journalPuts.
-var journalPutRows = [...]int{1, 2, 4, 8, 16, 32, 64}
-
 // queueJournal queues a row of goai_chunk_journal. A paced transaction
 // carries an append of one token from each of tens of runs: one
 // statement for all of them costs a few microseconds less per token than
@@ -78,12 +75,12 @@ func (tx *writeTx) queueChunk(runID string, first, last int64, batch [][]byte) {
 // in the order they were queued, in as few statements as journalPutRows
 // allow.
 func (tx *writeTx) flushQueued() error {
-	if err := insertRows(tx.journal, &tx.st.journalPuts); err != nil {
+	if err := tx.st.puts.insert(tx.journal, &tx.st.puts.journal); err != nil {
 		return fmt.Errorf("durable/sqlite: journal insert: %w", err)
 	}
 	clear(tx.journal) // the rows' data is the writer's copy or the producer's: not kept here
 	tx.journal = tx.journal[:0]
-	if err := insertRows(tx.chunks, &tx.st.chunkPuts); err != nil {
+	if err := tx.st.puts.insert(tx.chunks, &tx.st.puts.chunks); err != nil {
 		return fmt.Errorf("durable/sqlite: chunk insert: %w", err)
 	}
 	clear(tx.chunks)
@@ -98,23 +95,6 @@ func (tx *writeTx) flushQueued() error {
 // maxChunkData is the largest buffer of queued chunks a transaction
 // leaves to the next: a commit of a hundred unpaced runs' batches.
 const maxChunkData = 1 << 20
-
-// insertRows inserts rows, four arguments a row, with puts, whose
-// statements insert journalPutRows rows each.
-func insertRows(rows []any, puts *[len(journalPutRows)]*sql.Stmt) error {
-	for len(rows) > 0 {
-		i := len(journalPutRows) - 1
-		for journalPutRows[i]*4 > len(rows) {
-			i--
-		}
-		n := journalPutRows[i] * 4
-		if _, err := puts[i].Exec(rows[:n]...); err != nil {
-			return err
-		}
-		rows = rows[n:]
-	}
-	return nil
-}
 
 // unflushed panics if rows are queued: a statement that ran now would not
 // see them.
