@@ -80,7 +80,7 @@ func (p *rowPuts) insert(rows []any, puts *[len(journalPutRows)]driver.StmtExecC
 		return nil
 	}
 	return p.c.Raw(func(any) error {
-		defer clear(p.args) // the rows' data is not kept here
+		defer func() { clear(p.args[:cap(p.args)]) }() // the rows' data is not kept here
 		for len(rows) > 0 {
 			i := len(journalPutRows) - 1
 			for journalPutRows[i]*4 > len(rows) {
