@@ -87,6 +87,7 @@ func TestCancelPollsBesideCancels(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	done := make(chan struct{})
+	defer func() { close(done); wg.Wait() }()
 	for range 3 {
 		wg.Go(func() {
 			for {
@@ -118,8 +119,6 @@ func TestCancelPollsBesideCancels(t *testing.T) {
 			}
 		}
 	}
-	close(done)
-	wg.Wait()
 }
 
 // BenchmarkCancelRequested is a server's cancel poll of n runs it
