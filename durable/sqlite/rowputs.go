@@ -19,9 +19,16 @@ import (
 // of them serves every insert.
 type rowPuts struct {
 	c       *sql.Conn // the writer's
-	journal [len(journalPutRows)]driver.StmtExecContext
-	chunks  [len(journalPutRows)]driver.StmtExecContext
+	journal [len(journalPutRows)]driverStmt
+	chunks  [len(journalPutRows)]driverStmt
 	args    []driver.NamedValue
+}
+
+// driverStmt is a driver's prepared statement that executes with a
+// context.
+type driverStmt interface {
+	driver.Stmt
+	driver.StmtExecContext
 }
 
 // journalPutRows are the row counts of rowPuts' statements.
@@ -40,12 +47,12 @@ func prepareRowPuts(c *sql.Conn) (*rowPuts, error) {
 		if !ok {
 			return fmt.Errorf("driver connection %T prepares no statements with a context", dc)
 		}
-		prep := func(query string) (driver.StmtExecContext, error) {
+		prep := func(query string) (driverStmt, error) {
 			st, err := pc.PrepareContext(context.Background(), query)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", query, err)
 			}
-			ex, ok := st.(driver.StmtExecContext)
+			ex, ok := st.(driverStmt)
 			if !ok {
 				st.Close()
 				return nil, fmt.Errorf("driver statement %T executes nothing with a context", st)
@@ -75,7 +82,7 @@ func prepareRowPuts(c *sql.Conn) (*rowPuts, error) {
 // insert inserts rows (four arguments a row: run id, first and last seq,
 // data) with puts, p.journal or p.chunks, in as few statements as
 // journalPutRows allow.
-func (p *rowPuts) insert(rows []any, puts *[len(journalPutRows)]driver.StmtExecContext) error {
+func (p *rowPuts) insert(rows []any, puts *[len(journalPutRows)]driverStmt) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -105,8 +112,8 @@ func (p *rowPuts) close() error {
 	return p.c.Raw(func(any) error {
 		var errs []error
 		for _, st := range append(p.journal[:], p.chunks[:]...) {
-			if c, ok := st.(driver.Stmt); ok && c != nil {
-				errs = append(errs, c.Close())
+			if st != nil {
+				errs = append(errs, st.Close())
 			}
 		}
 		return errors.Join(errs...)
