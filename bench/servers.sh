@@ -11,7 +11,8 @@ stop_server() {
 trap stop_server EXIT
 
 # start_server KIND SCENARIO [GOAI] [TAG]: starts one server (goai-plain,
-# goai-sqlite, goai-memory: durable on the in-process store, or reference; goai is the binary GOAI, default $out/goai) on a
+# goai-sqlite, goai-memory: durable on the in-process store, reference, or
+# floor: bench/floor, the least a server can do; goai is the binary GOAI, default $out/goai) on a
 # free loopback port running SCENARIO; sets pid and url. A goai server also
 # gets the VAR=value words in $server_env (e.g. GOAI_COMMIT_GAP=1ms). TAG
 # names its log and database apart from another server's of the same kind
@@ -27,6 +28,9 @@ start_server() {
       env ${server_env:-} GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store "sqlite:$db/goai.db" --model "scripted:$sc" >"$log" 2>&1 & ;;
     goai-memory) env ${server_env:-} GOAI_MAX_RUNS=0 GOAI_RATE=0 "$bin" serve --no-tools --addr 127.0.0.1:0 --store memory --model "scripted:$sc" >"$log" 2>&1 & ;;
     reference) node bench/reference/server.mjs "$sc" >"$log" 2>&1 & ;;
+    floor)
+      go build -o "$out/floor" ./bench/floor
+      "$out/floor" -scenario "$sc" >"$log" 2>&1 & ;;
     *) echo "unknown server kind $kind" >&2; exit 2 ;;
   esac
   pid=$!

@@ -9,7 +9,7 @@
 # latency.
 #
 # A and B are server kinds as in servers.sh: goai-plain, goai-sqlite,
-# goai-memory or reference. A_ENV and B_ENV are VAR=value words for a goai side
+# goai-memory, reference or floor. A_ENV and B_ENV are VAR=value words for a goai side
 # (B_ENV=GOAI_COMMIT_GAP=2ms); A_BIN and B_BIN are goai binaries (default:
 # the working tree, built here); A_LOAD_FLAGS and B_LOAD_FLAGS are more
 # bench/load flags for one side (B_LOAD_FLAGS=-sorted-ids).
