@@ -115,7 +115,8 @@ func appendOps(dst, prev, b []byte) []byte {
 			if i < len(prev) && prev[i] == b[i] {
 				n, kind = commonPrefix(prev[i:], b[i:]), opCopyStart
 			}
-			if j := i + shift; j >= 0 && j < len(prev) && prev[j] == b[i] {
+			// Of equal lengths, the two places are one: compared once.
+			if j := i + shift; shift != 0 && j >= 0 && j < len(prev) && prev[j] == b[i] {
 				if m := commonPrefix(prev[j:], b[i:]); m > n {
 					n, kind = m, opCopyEnd
 				}
@@ -145,15 +146,21 @@ func appendOps(dst, prev, b []byte) []byte {
 // commonPrefix returns the length of the longest prefix a and b share.
 func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
+	a, b = a[:n], b[:n]
 	i := 0
-	for ; i+8 <= n; i += 8 {
-		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+	// Eight bytes at a time, re-slicing so the loads need no bounds checks.
+	for len(a) >= 8 {
+		if x := binary.LittleEndian.Uint64(a) ^ binary.LittleEndian.Uint64(b[:8]); x != 0 {
 			return i + bits.TrailingZeros64(x)/8
 		}
+		a, b, i = a[8:], b[8:], i+8
 	}
-	for ; i < n && a[i] == b[i]; i++ {
+	for k := range a {
+		if a[k] != b[k] {
+			return i + k
+		}
 	}
-	return i
+	return n
 }
 
 // decodeChunk calls f for each entry of the chunk first..last whose seq is
