@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,6 +286,34 @@ func TestGroupCommitQueuedTakesWhatQueuedUntilTheAppendRuns(t *testing.T) {
 	g.stop()
 	if q.observed != maxUnstored+1 {
 		t.Fatalf("metrics saw %d entries appended, want %d", q.observed, maxUnstored+1)
+	}
+}
+
+// A store that appends at once never holds its producer back: every
+// maxUnstored adds, the producer lets other goroutines (its readers) run.
+func TestGroupCommitYieldsWhenNeverHeldBack(t *testing.T) {
+	// One P: another goroutine runs only when this one blocks or yields
+	// (or after 10 ms of preemption, far more than these adds take).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	g := newGroupCommit(func([][]byte) error { return nil }, 0)
+	g.queueWith(func(take func() [][]byte, done func(error) bool) func() {
+		return func() {
+			for take(); done(nil); take() {
+			}
+		}
+	}, func(int, time.Duration) {})
+	defer g.stop()
+	for round := range 3 {
+		var ran atomic.Bool
+		go ran.Store(true)
+		for i := range maxUnstored {
+			if err := g.add(fmt.Appendf(nil, "e%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !ran.Load() {
+			t.Fatalf("round %d: %d adds that never waited let no other goroutine run", round, maxUnstored)
+		}
 	}
 }
 
