@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -12,42 +10,28 @@ import (
 	"testing"
 )
 
-// TestAnswer reads one answer: its events in order, each delta numbered
-// and every event stamped.
-func TestAnswer(t *testing.T) {
-	srv := httptest.NewServer(answer(3, 0))
+// TestLoadReadsTheFloor drives the floor with bench/load, the client it
+// is for: every stream whole and in order, every delta stamped.
+func TestLoadReadsTheFloor(t *testing.T) {
+	srv := httptest.NewServer(answer(7, 0))
 	defer srv.Close()
-	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"messages":[]}`))
+	out, err := exec.Command("go", "run", "../load", "-url", srv.URL, "-clients", "3", "-runs", "2",
+		"-tokens", "7", "-json").Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("bench/load: %v\n%s", err, out)
 	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Errorf("Content-Type %q", ct)
+	var rep struct {
+		Stamped int `json:"stamped_tokens"`
+		Tally   struct {
+			Streams, Failed, Tokens, Lost, Duplicated, Reordered, Protocol, RunErrors int
+		} `json:"tally"`
 	}
-	var got []string
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var e struct {
-			Type      string `json:"type"`
-			Delta     string `json:"delta"`
-			Timestamp int64  `json:"timestamp"`
-		}
-		if err := json.Unmarshal([]byte(data), &e); err != nil {
-			t.Fatalf("event %s: %v", data, err)
-		}
-		if e.Timestamp <= 0 {
-			t.Errorf("event %s has no timestamp", data)
-		}
-		got = append(got, e.Type+e.Delta)
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("bench/load's report: %v\n%s", err, out)
 	}
-	want := "RUN_STARTED TEXT_MESSAGE_START TEXT_MESSAGE_CONTENTw0  TEXT_MESSAGE_CONTENTw1  TEXT_MESSAGE_CONTENTw2  TEXT_MESSAGE_END RUN_FINISHED"
-	if g := strings.Join(got, " "); g != want {
-		t.Errorf("events\n got %s\nwant %s", g, want)
+	tl := rep.Tally
+	if tl.Streams != 6 || tl.Failed+tl.Lost+tl.Duplicated+tl.Reordered+tl.Protocol+tl.RunErrors != 0 || tl.Tokens != 42 || rep.Stamped != 42 {
+		t.Errorf("bench/load saw %+v, %d stamped: want 6 whole streams of 7 stamped tokens", tl, rep.Stamped)
 	}
 }
 
